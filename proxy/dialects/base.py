@@ -1,0 +1,59 @@
+"""What a dialect parser reports, and the contract every dialect keeps.
+
+A dialect turns the text of one choice's ``content`` (fed in the pieces the upstream streamed)
+into segments: plain text to forward as content, and tool calls found in the model's own
+markup. Dialects never touch chunks or SSE; the normalizer turns segments into deltas.
+
+Contract (checked for every registered dialect by tests/dialects/test_contract.py):
+
+* ``feed(text)`` and ``close()`` raise nothing but :class:`proxy.errors.DialectError`.
+* The segments do not depend on how the text was cut into ``feed`` calls, except that
+  :class:`Text` may come in different pieces.
+* Plain text with no marker comes back as :class:`Text`, unchanged.
+* A call is opened (:class:`CallOpen`) only once its complete name is known. Text that turns
+  out not to be a call is given back as :class:`Text`, unchanged.
+* After :class:`CallOpen`, :class:`CallArgs` fragments follow; they join into the call's
+  arguments as a JSON object text. :class:`CallClose` ends the call; ``error`` says why the
+  markup broke or ended early, in which case the call holds what arrived.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class CallOpen:
+    name: str
+    id: str | None = None  # only when the markup carries its own id (Kimi's functions.NAME:IDX)
+
+
+@dataclass(frozen=True, slots=True)
+class CallArgs:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class CallClose:
+    error: str | None = None
+
+
+Segment = Text | CallOpen | CallArgs | CallClose
+
+# The request's `tools` array, as the client sent it; dialects whose markup carries untyped
+# parameter values use it to type them.
+Tools = list[dict[str, Any]]
+
+
+class Extractor(Protocol):
+    """Incremental parser of one choice's content. One instance per choice per stream."""
+
+    def feed(self, text: str) -> list[Segment]: ...
+
+    def close(self) -> list[Segment]: ...

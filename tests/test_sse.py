@@ -1,0 +1,185 @@
+"""SSE codec: every framing case, run whole, one byte at a time and at random cut points."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from proxy.sse import DONE, Event, RawBytes, SSEDecoder, encode_event
+
+
+def decode(chunks: Iterable[bytes], *, max_event_bytes: int = 1 << 20) -> list[Event | RawBytes]:
+    decoder = SSEDecoder(max_event_bytes=max_event_bytes)
+    out: list[Event | RawBytes] = []
+    for chunk in chunks:
+        out += decoder.feed(chunk)
+    out += decoder.close()
+    return out
+
+
+def cut(data: bytes, points: Sequence[int]) -> list[bytes]:
+    edges = [0, *sorted({p % (len(data) + 1) for p in points}), len(data)]
+    return [data[a:b] for a, b in itertools.pairwise(edges)]
+
+
+def ways(data: bytes) -> dict[str, list[bytes]]:
+    return {
+        "whole": [data],
+        "bytewise": [data[i : i + 1] for i in range(len(data))],
+        "halves": cut(data, [len(data) // 2]),
+    }
+
+
+# (id, input bytes, expected (data, event, id, retry, fields) per event; None marks RawBytes)
+CASES: list[tuple[str, bytes, list[tuple[bytes | None, str | None, str | None]]]] = [
+    ("lf", b"data: a\n\ndata: b\n\n", [(b"a", None, None), (b"b", None, None)]),
+    ("crlf", b"data: a\r\n\r\ndata: b\r\n\r\n", [(b"a", None, None), (b"b", None, None)]),
+    ("cr", b"data: a\r\rdata: b\r\r", [(b"a", None, None), (b"b", None, None)]),
+    ("mixed_endings", b"data: a\r\ndata: b\n\r", [(b"a\nb", None, None)]),
+    ("multiline_data", b'data: {"a":\ndata: 1}\n\n', [(b'{"a":\n1}', None, None)]),
+    ("no_space_after_colon", b"data:x\n\n", [(b"x", None, None)]),
+    ("two_spaces_keeps_one", b"data:  x\n\n", [(b" x", None, None)]),
+    ("empty_data", b"data:\n\n", [(b"", None, None)]),
+    ("field_without_colon", b"data\n\n", [(b"", None, None)]),
+    ("comment_only", b": keep-alive\n\n", [(None, None, None)]),
+    ("comment_and_data", b": OPENROUTER PROCESSING\ndata: x\n\n", [(b"x", None, None)]),
+    ("event_and_id", b"event: ping\nid: 7\ndata: x\n\n", [(b"x", "ping", "7")]),
+    ("stray_blank_line", b"\ndata: x\n\n", [(None, None, None), (b"x", None, None)]),
+    ("done", b"data: [DONE]\n\n", [(b"[DONE]", None, None)]),
+    (
+        "utf8_multibyte",
+        "data: \u00e9\u4e2d\U0001f600\n\n".encode(),
+        [("\u00e9\u4e2d\U0001f600".encode(), None, None)],
+    ),
+    ("bom_at_start", b"\xef\xbb\xbfdata: x\n\n", [(b"x", None, None)]),
+    ("unterminated_tail", b"data: a\n\ndata: b", [(b"a", None, None), (None, None, None)]),
+    ("unterminated_line_end", b"data: a\n\ndata: b\n", [(b"a", None, None), (None, None, None)]),
+    ("trailing_cr_at_eof_ends_line", b"data: a\r\r", [(b"a", None, None)]),
+]
+
+
+@pytest.mark.parametrize(("data", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("way", ["whole", "bytewise", "halves"])
+def test_decoder_framing_table(
+    way: str, data: bytes, expected: list[tuple[bytes | None, str | None, str | None]]
+) -> None:
+    events = decode(ways(data)[way])
+    assert b"".join(e.raw for e in events) == data
+    got = [(e.data, e.event, e.id) if isinstance(e, Event) else (None, None, None) for e in events]
+    assert got == expected
+
+
+def test_decoder_unterminated_tail_comes_back_raw() -> None:
+    events = decode([b"data: a\n\ndata: b"])
+    assert isinstance(events[-1], RawBytes)
+    assert events[-1].reason == "unterminated"
+    assert events[-1].raw == b"data: b"
+
+
+def test_decoder_crlf_split_across_reads_is_one_line_end() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: a\r") == []
+    events = decoder.feed(b"\n\r\n")
+    assert len(events) == 1
+    assert isinstance(events[0], Event)
+    assert events[0].data == b"a"
+    assert events[0].raw == b"data: a\r\n\r\n"
+
+
+def test_decoder_returns_event_as_soon_as_its_blank_line_arrives() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: a\n") == []
+    assert [e.raw for e in decoder.feed(b"\n")] == [b"data: a\n\n"]
+
+
+def test_decoder_keeps_unknown_fields_such_as_llamacpp_error() -> None:
+    line = b'error: {"code":400,"message":"too long"}\n\n'
+    [event] = decode([line])
+    assert isinstance(event, Event)
+    assert event.data is None
+    assert event.fields == (("error", '{"code":400,"message":"too long"}'),)
+
+
+def test_decoder_retry_only_when_digits() -> None:
+    [good, bad] = decode([b"retry: 3000\ndata: x\n\nretry: 3s\ndata: y\n\n"])
+    assert isinstance(good, Event)
+    assert isinstance(bad, Event)
+    assert (good.retry, bad.retry) == (3000, None)
+
+
+def test_decoder_id_with_nul_is_ignored() -> None:
+    [event] = decode([b"id: a\x00b\ndata: x\n\n"])
+    assert isinstance(event, Event)
+    assert event.id is None
+
+
+def test_decoder_oversize_event_fails_open_and_passes_the_rest_raw() -> None:
+    decoder = SSEDecoder(max_event_bytes=16)
+    first = decoder.feed(b"data: ok\n\ndata: " + b"x" * 20)
+    assert isinstance(first[0], Event)
+    assert first[0].data == b"ok"
+    assert first[1] == RawBytes(b"data: " + b"x" * 20, "oversize")
+    assert decoder.passthrough
+    assert decoder.feed(b"\n\ndata: y\n\n") == [RawBytes(b"\n\ndata: y\n\n", "oversize")]
+    assert decoder.close() == []
+
+
+def test_decoder_is_linear_on_a_long_line_fed_bytewise() -> None:
+    decoder = SSEDecoder()
+    line = b"data: " + b"x" * 50_000
+    for i in range(len(line)):
+        decoder.feed(line[i : i + 1])
+    [event] = decoder.feed(b"\n\n")
+    assert isinstance(event, Event)
+    assert event.data is not None
+    assert len(event.data) == 50_000
+
+
+def test_encode_event_single_and_multiline() -> None:
+    assert encode_event(b'{"a":1}') == b'data: {"a":1}\n\n'
+    assert encode_event(b"a\nb", event="x") == b"event: x\ndata: a\ndata: b\n\n"
+    assert DONE == b"data: [DONE]\n\n"
+
+
+sse_lines = st.one_of(
+    st.builds(
+        lambda s: b"data: " + s.encode(),
+        st.text(alphabet=st.characters(blacklist_characters="\r\n"), max_size=12),
+    ),
+    st.just(b": comment"),
+    st.just(b"event: x"),
+    st.just(b"id: 1"),
+    st.just(b""),
+)
+endings = st.sampled_from([b"\n", b"\r\n", b"\r"])
+streams = st.lists(st.tuples(sse_lines, endings), max_size=20).map(
+    lambda parts: b"".join(line + end for line, end in parts)
+)
+
+
+@given(data=streams, points=st.lists(st.integers(min_value=0), max_size=12))
+@example(data=b"data: a\r\n\r\n", points=[8])
+@example(data=b"data: \xc3\xa9\n\n", points=[7])
+def test_decoder_same_events_however_the_bytes_are_cut(data: bytes, points: list[int]) -> None:
+    whole = decode([data])
+    assert decode(cut(data, points)) == whole
+    assert b"".join(e.raw for e in whole) == data
+
+
+@given(data=st.binary(max_size=300), points=st.lists(st.integers(min_value=0), max_size=8))
+def test_decoder_never_loses_or_invents_a_byte_on_arbitrary_input(
+    data: bytes, points: list[int]
+) -> None:
+    events = decode(cut(data, points), max_event_bytes=64)
+    assert b"".join(e.raw for e in events) == data
+
+
+@given(payload=st.binary(max_size=200).filter(lambda b: b"\r" not in b))
+def test_encode_then_decode_round_trips(payload: bytes) -> None:
+    [event] = decode([encode_event(payload)])
+    assert isinstance(event, Event)
+    assert event.data == payload
