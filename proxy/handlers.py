@@ -12,7 +12,15 @@ import logging
 from typing import Any
 
 import orjson
-from aiohttp import ClientConnectionError, ClientResponse, ClientTimeout, hdrs, web
+from aiohttp import (
+    ClientConnectionError,
+    ClientError,
+    ClientResponse,
+    ClientResponseError,
+    ClientTimeout,
+    hdrs,
+    web,
+)
 from multidict import CIMultiDict
 from yarl import URL
 
@@ -88,6 +96,11 @@ class UpstreamCall:
         except ClientConnectionError as exc:
             raise UpstreamError(
                 f"upstream {upstream.route.name!r} is unreachable: {type(exc).__name__}"
+            ) from exc
+        except ClientResponseError as exc:
+            # A malformed status line or headers (too long, too many, not HTTP at all).
+            raise UpstreamError(
+                f"upstream {upstream.route.name!r} sent an invalid response head"
             ) from exc
         return self._resp
 
@@ -195,6 +208,6 @@ async def _list_models(
             if not isinstance(data, list):
                 raise UpstreamError("no data list in the answer")
             return data
-    except (UpstreamError, orjson.JSONDecodeError, ClientConnectionError) as exc:
+    except (UpstreamError, orjson.JSONDecodeError, ClientError) as exc:
         log.warning("GET /v1/models: skipping upstream %s: %s", upstream.route.name, exc)
         return None
