@@ -11,9 +11,19 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from proxy.dialects.base import Extractor, Tools
+from proxy.dialects.block import Dialect
+from proxy.dialects.extractor import MarkupExtractor
+from proxy.dialects.hermes import Hermes
 from proxy.errors import ConfigError
 
-DIALECTS: Final[Mapping[str, object]] = {}
+# Order matters where dialects share a marker (<tool_call>): the first to recognise the
+# block's content takes it.
+DIALECTS: Final[Mapping[str, type[Dialect]]] = {
+    dialect.name: dialect
+    for dialect in (
+        Hermes,
+    )
+}
 
 
 def check_names(names: Sequence[str]) -> tuple[str, ...]:
@@ -29,4 +39,7 @@ def check_names(names: Sequence[str]) -> tuple[str, ...]:
 
 def build_extractor(names: Sequence[str], tools: Tools) -> Extractor | None:
     """The content parser for one choice, or None when no dialect applies."""
-    return None
+    selected = check_names(names)
+    if not selected:
+        return None
+    return MarkupExtractor([DIALECTS[name](tools) for name in selected])
