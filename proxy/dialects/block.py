@@ -165,6 +165,19 @@ class BlockParser:
             return None
         raise Broken(f"expected {' or '.join(map(repr, options))}, got {rest[:20]!r}")
 
+    def optional(self, options: Sequence[str], final: bool) -> str | None:
+        """An optional literal after optional whitespace: the option (consumed with the
+        whitespace), "" when none follows (nothing consumed), None while that is undecided."""
+        rest = self.buf[self.pos :]
+        stripped = rest.lstrip(WHITESPACE)
+        for option in options:
+            if stripped.startswith(option):
+                self.pos += len(rest) - len(stripped) + len(option)
+                return option
+        if not final and (not stripped or any(o.startswith(stripped) for o in options)):
+            return None
+        return ""
+
     def until(self, scanner: MarkerScanner, final: bool) -> tuple[str, Found | None]:
         """The text up to the next marker (which is consumed) or as far as is safe."""
         end, found = scanner.scan(self.buf, self.pos, final=False)
@@ -177,11 +190,13 @@ class BlockParser:
         buf, pos = self.buf, self.pos
         while pos < len(buf) and allowed(buf[pos]):
             pos += 1
-        if pos == len(buf) and not final:
+        if pos == len(buf):
+            if final:
+                raise Broken("markup ended in a name")
             return None
         if pos == self.pos:
             raise Broken(f"expected a name, got {buf[pos : pos + 20]!r}")
-        if pos < len(buf) and buf[pos] not in stops:
+        if buf[pos] not in stops:
             raise Broken(f"unexpected {buf[pos]!r} after a name")
         found = buf[self.pos : pos]
         self.pos = pos

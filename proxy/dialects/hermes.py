@@ -27,7 +27,10 @@ in tests/fixtures) or write the name last; several objects in one block are take
 
 from __future__ import annotations
 
-from proxy.dialects.block import DONE, Block, BlockParser, Dialect
+from collections.abc import Mapping
+from typing import ClassVar
+
+from proxy.dialects.block import DONE, Block, BlockParser, Dialect, Handler
 from proxy.dialects.jsonscan import JsonCall
 
 OPEN = "<tool_call>"
@@ -56,7 +59,7 @@ class HermesBlock(BlockParser):
         self.state = DONE
         return True
 
-    STEPS = {"call": _call, "next": _next}
+    STEPS: ClassVar[Mapping[str, Handler]] = {"call": _call, "next": _next}
 
 
 class Hermes(Dialect):

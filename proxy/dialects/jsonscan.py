@@ -15,13 +15,13 @@ arguments are ``{}``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Final
+from collections.abc import Callable, Mapping
+from typing import ClassVar, Final
 
 import orjson
 
 from proxy.dialects.base import CallArgs, CallClose, CallOpen
-from proxy.dialects.block import BlockParser, Broken
+from proxy.dialects.block import DONE, BlockParser, Broken, Handler
 
 _STRING_BODY: Final = re.compile(r'[^"\\]*')
 _BORING: Final = re.compile(r"[\s,:0-9a-zA-Z.+\-]*")  # what may sit between tokens
@@ -159,10 +159,12 @@ class JsonCall:
     call's segments through the block, and ``done`` is set once the object is closed.
     """
 
-    def __init__(self, block: BlockParser, accept_name: Callable[[str], bool]) -> None:
+    def __init__(
+        self, block: BlockParser, accept_name: Callable[[str], bool], brace_taken: bool = False
+    ) -> None:
         self._block = block
         self._accept = accept_name
-        self._state = "open"
+        self._state = "key" if brace_taken else "open"
         self._key: str | None = None
         self._value: JsonValue | None = None
         self._name: str | None = None
@@ -182,7 +184,9 @@ class JsonCall:
         char = block.peek()
         if self._state == "open":
             if char != "{":
-                raise Broken(f"expected a JSON object, got {block.buf[block.pos : block.pos + 20]!r}")
+                raise Broken(
+                    f"expected a JSON object, got {block.buf[block.pos : block.pos + 20]!r}"
+                )
             block.pos += 1
             self._state = "key"
         elif self._state == "key":
@@ -273,3 +277,88 @@ class JsonCall:
         else:
             self._block.emit(CallClose())
         return True
+
+
+class JsonArgs:
+    """The arguments object of a call already open, streamed as it arrives; closes the call."""
+
+    def __init__(self, block: BlockParser) -> None:
+        self._block = block
+        self._value: JsonValue | None = None
+        self._parts: list[str] = []
+        self.done = False
+
+    def step(self, final: bool) -> bool:
+        block = self._block
+        if self._value is None:
+            block.skip_ws()
+            if block.at_end():
+                if final:
+                    raise Broken("markup ended before the arguments")
+                return False
+            if block.peek() != "{":
+                raise Broken("arguments are not a JSON object")
+            self._value = JsonValue()
+        start = block.pos
+        end = self._value.advance(block.buf, start, final)
+        block.pos = end
+        self._parts.append(block.buf[start:end])
+        block.emit(CallArgs(block.buf[start:end]))
+        if self._value.error:
+            raise Broken(self._value.error)
+        if not self._value.done:
+            return end > start
+        self.done = True
+        try:
+            json_object_text("".join(self._parts))
+        except Broken as exc:
+            block.emit(CallClose(error=str(exc)))
+        else:
+            block.emit(CallClose())
+        return True
+
+
+class JsonArrayBlock(BlockParser):
+    """A block holding a JSON array of call objects: ``[{...}, {...}]``."""
+
+    def __init__(self, marker: str, state: str = "array") -> None:
+        super().__init__(marker, state)
+        self.call = JsonCall(self, accept_name=lambda name: True)
+
+    def _array(self, final: bool) -> bool:
+        self.skip_ws()
+        if self.literal(("[",), final) is None:
+            return False
+        self.state = "item"
+        return True
+
+    def _item(self, final: bool) -> bool:
+        self.skip_ws()
+        if self.at_end():
+            if final:
+                raise Broken("markup ended before a call object")
+            return False
+        self.call = JsonCall(self, accept_name=lambda name: True)
+        self.state = "call"
+        return True
+
+    def _call(self, final: bool) -> bool:
+        moved = self.call.step(final)
+        if self.call.done:
+            self.state = "next"
+        return moved
+
+    def _next(self, final: bool) -> bool:
+        self.skip_ws()
+        sep = self.literal((",", "]"), final)
+        if sep is None:
+            return False
+        self.state = "item" if sep == "," else DONE
+        return True
+
+    STEPS: ClassVar[Mapping[str, Handler]] = {
+        "array": _array,
+        "item": _item,
+        "call": _call,
+        "next": _next,
+    }
