@@ -104,12 +104,15 @@ class BlockParser:
         return Step(self._out, rest=self.buf[self.pos :])
 
     def _ended_early(self) -> str:
-        lost = len(self.buf) - self.pos + self.pending
-        note = f"; {lost} characters of it not taken" if self.open and lost else ""
-        return f"markup ended in state {self.state}{note}"
+        return f"markup ended early (in {self.state})"
+
+    def flush(self) -> None:
+        """A call breaks: emit what it took but has not given out yet (a partial value)."""
 
     def _broken(self, reason: str) -> Step:
         if self.open:
+            self.flush()
+            self.pending = 0
             self._out.append(CallClose(error=reason))
             self.open = False
             return Step(self._out, rest=self.buf[self.pos :])

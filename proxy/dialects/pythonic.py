@@ -25,7 +25,7 @@ import orjson
 
 from proxy.dialects.base import CallArgs, CallClose, CallOpen
 from proxy.dialects.block import DONE, WHITESPACE, Block, BlockParser, Broken, Dialect, Handler
-from proxy.dialects.params import ArgsWriter
+from proxy.dialects.params import ArgsWriter, string_json
 
 LIST = "["
 PYTHON_START = "<|python_start|>"
@@ -182,6 +182,11 @@ class PythonicBlock(BlockParser):
             self.state = "arg_key"
             return True
         return self._close_call()
+
+    def flush(self) -> None:
+        if self.state == "arg_value" and "".join(self._parts).strip(WHITESPACE):
+            value = string_json("".join(self._parts).strip(WHITESPACE))
+            self.emit(CallArgs(self._writer.key(self._key) + value))
 
     def _close_call(self) -> bool:
         self.emit(CallArgs(self._writer.end()))

@@ -48,6 +48,7 @@ class Qwen3CoderBlock(ParamsBlock):
         wrapped = marker == OPEN
         super().__init__(marker, "enter" if wrapped else "function", dialect.schemas)
         self._wrapped = wrapped
+        self._function = ""
 
     def _enter(self, final: bool) -> bool:
         self.skip_ws()
@@ -61,15 +62,21 @@ class Qwen3CoderBlock(ParamsBlock):
         if name is None:
             return False
         self.pos += 1
-        self.open_call(name)
-        self.state = "param"
+        self._function = name
+        self.state = "confirm"
         return True
 
-    def _param(self, final: bool) -> bool:
+    def _confirm(self, final: bool) -> bool:
+        # The call opens only once a tag confirms that this was a call, not prose.
+        return self._param(final, first=True)
+
+    def _param(self, final: bool, first: bool = False) -> bool:
         self.skip_ws()
         tag = self.literal((PARAMETER, END_FUNCTION), final)
         if tag is None:
             return False
+        if first:
+            self.open_call(self._function)
         if tag == END_FUNCTION:
             self.close_call()
             self.state = "exit" if self._wrapped else DONE
@@ -107,6 +114,7 @@ class Qwen3CoderBlock(ParamsBlock):
     STEPS: ClassVar[Mapping[str, Handler]] = {
         "enter": _enter,
         "function": _function,
+        "confirm": _confirm,
         "param": _param,
         "param_name": _param_name,
         "param_newline": _param_newline,

@@ -13,7 +13,7 @@ import orjson
 
 from proxy.dialects.base import CallArgs, CallClose, CallOpen
 from proxy.dialects.block import BlockParser
-from proxy.dialects.params import ArgsWriter, Schema, is_text, typed_json
+from proxy.dialects.params import ArgsWriter, Schema, is_text, string_json, typed_json
 from proxy.dialects.scan import MarkerScanner
 
 
@@ -51,6 +51,11 @@ class ParamsBlock(BlockParser):
         else:
             self._parts = []
             self.state = "typed_value"
+
+    def flush(self) -> None:
+        if self.state == "typed_value" and self._parts:
+            value = "".join(self._parts)
+            self.emit(CallArgs(self._writer.key(self._key) + string_json(value)))
 
     def _text_value(self, final: bool) -> bool:
         assert self._value_end is not None
