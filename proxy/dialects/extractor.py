@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from proxy.dialects.base import Segment, Text
-from proxy.dialects.block import WHITESPACE, Block, Dialect, Fork
+from proxy.dialects.block import WHITESPACE, Block, Dialect, Fork, Step
 from proxy.dialects.scan import MarkerScanner
 
 
@@ -57,7 +57,10 @@ class MarkupExtractor:
                 if self._block is None:
                     return _merged(out)
             else:
-                step = self._block.close() if final else self._block.feed(text)
+                step = self._block.feed(text)
+                if final and not step.failed and step.rest is None:
+                    closing = self._block.close()
+                    step = Step(step.segments + closing.segments, closing.rest, closing.failed)
                 if step.failed:
                     out.append(Text(self._marker))
                 else:
