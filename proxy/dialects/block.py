@@ -166,7 +166,7 @@ class BlockParser:
                 return option
         if not final and any(option.startswith(rest) for option in options):
             return None
-        raise Broken(f"expected {' or '.join(map(repr, options))}, got {rest[:20]!r}")
+        raise Broken(f"expected {' or '.join(map(repr, options))}, got {rest[:1]!r}")
 
     def optional(self, options: Sequence[str], final: bool) -> str | None:
         """An optional literal after optional whitespace: the option (consumed with the
@@ -198,7 +198,7 @@ class BlockParser:
                 raise Broken("markup ended in a name")
             return None
         if pos == self.pos:
-            raise Broken(f"expected a name, got {buf[pos : pos + 20]!r}")
+            raise Broken(f"expected a name, got {buf[pos : pos + 1]!r}")
         if buf[pos] not in stops:
             raise Broken(f"unexpected {buf[pos]!r} after a name")
         found = buf[self.pos : pos]

@@ -127,7 +127,7 @@ def json_string(text: str, pos: int, final: bool) -> tuple[str, int] | None:
             raise Broken("expected a JSON string, got the end")
         return None
     if text[pos] != '"':
-        raise Broken(f"expected a JSON string, got {text[pos : pos + 20]!r}")
+        raise Broken(f"expected a JSON string, got {text[pos : pos + 1]!r}")
     match = _STRING.match(text, pos)
     if match is None:
         if final:
@@ -185,7 +185,7 @@ class JsonCall:
         if self._state == "open":
             if char != "{":
                 raise Broken(
-                    f"expected a JSON object, got {block.buf[block.pos : block.pos + 20]!r}"
+                    f"expected a JSON object, got {block.peek()!r}"
                 )
             block.pos += 1
             self._state = "key"
