@@ -184,9 +184,7 @@ class JsonCall:
         char = block.peek()
         if self._state == "open":
             if char != "{":
-                raise Broken(
-                    f"expected a JSON object, got {block.peek()!r}"
-                )
+                raise Broken(f"expected a JSON object, got {block.peek()!r}")
             block.pos += 1
             self._state = "key"
         elif self._state == "key":

@@ -48,7 +48,7 @@ class Qwen3CoderBlock(ParamsBlock):
         wrapped = marker == OPEN
         super().__init__(marker, "enter" if wrapped else "function", dialect.schemas)
         self._wrapped = wrapped
-        self._function = ""
+        self._callee = ""
 
     def _enter(self, final: bool) -> bool:
         self.skip_ws()
@@ -62,7 +62,7 @@ class Qwen3CoderBlock(ParamsBlock):
         if name is None:
             return False
         self.pos += 1
-        self._function = name
+        self._callee = name
         self.state = "confirm"
         return True
 
@@ -76,7 +76,7 @@ class Qwen3CoderBlock(ParamsBlock):
         if tag is None:
             return False
         if first:
-            self.open_call(self._function)
+            self.open_call(self._callee)
         if tag == END_FUNCTION:
             self.close_call()
             self.state = "exit" if self._wrapped else DONE

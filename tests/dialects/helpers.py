@@ -55,7 +55,9 @@ def chars(text: str) -> list[str]:
     return list(text)
 
 
-def run(chunks: Iterable[str], names: Sequence[str] = ("auto",), tools: Any = None) -> list[Segment]:
+def run(
+    chunks: Iterable[str], names: Sequence[str] = ("auto",), tools: Any = None
+) -> list[Segment]:
     extractor = build_extractor(list(names), TOOLS if tools is None else tools)
     assert extractor is not None
     out: list[Segment] = []

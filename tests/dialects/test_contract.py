@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -26,7 +28,7 @@ ALL_MARKERS = sorted(
 def cut(data: st.DataObject, whole: str) -> list[str]:
     points = data.draw(st.lists(st.integers(0, len(whole)), max_size=12).map(sorted))
     bounds = [0, *points, len(whole)]
-    return [whole[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [whole[a:b] for a, b in pairwise(bounds)]
 
 
 @pytest.mark.parametrize("name", SAMPLES)
@@ -38,7 +40,8 @@ def test_segments_do_not_depend_on_the_cuts(name, data):
     pieces = run(cut(data, sample), [name])
     assert pieces == whole
     assert calls(pieces) == calls(whole)  # the joined arguments parse to the same objects
-    assert calls(whole) and all(call.error is None for call in calls(whole))
+    assert calls(whole)
+    assert all(call.error is None for call in calls(whole))
 
 
 # Text made of the characters markup is made of, plus pieces of real markers.

@@ -9,7 +9,9 @@ from tests.dialects.helpers import Call, calls, cuts, run, text
 
 
 def glm(name: str, sep: str = "\n", **params: str) -> str:
-    body = "".join(f"{sep}<arg_key>{k}</arg_key>{sep}<arg_value>{v}</arg_value>" for k, v in params.items())
+    body = "".join(
+        f"{sep}<arg_key>{k}</arg_key>{sep}<arg_value>{v}</arg_value>" for k, v in params.items()
+    )
     return f"<tool_call>{name}{body}{sep}</tool_call>"
 
 
@@ -20,13 +22,21 @@ CASES = {
         "",
     ),
     "parallel with text around (GLM-4.7 layout)": (
-        "Let me look.\n" + glm("get_weather", sep="", city="Paris") + glm("get_time", sep="") + "\nOK",
+        "Let me look.\n"
+        + glm("get_weather", sep="", city="Paris")
+        + glm("get_time", sep="")
+        + "\nOK",
         [Call("get_weather", {"city": "Paris"}), Call("get_time", {})],
         "Let me look.\n\nOK",
     ),
     "nested, unicode, quotes": (
         glm("get_weather", city='上海 "浦东"', tags='["x", "y"]', options='{"a": {"b": [true]}}'),
-        [Call("get_weather", {"city": '上海 "浦东"', "tags": ["x", "y"], "options": {"a": {"b": [True]}}})],
+        [
+            Call(
+                "get_weather",
+                {"city": '上海 "浦东"', "tags": ["x", "y"], "options": {"a": {"b": [True]}}},
+            )
+        ],
         "",
     ),
     "zero arguments": ("<tool_call>get_time</tool_call>", [Call("get_time", {})], ""),
@@ -43,7 +53,7 @@ def test_glm_examples(case, cut):
 
 
 @pytest.mark.parametrize(
-    "markup", ["<tool_call>just some words</tool_call>", "<tool_call>\n{\"oops\": 1}</tool_call>"]
+    "markup", ["<tool_call>just some words</tool_call>", '<tool_call>\n{"oops": 1}</tool_call>']
 )
 def test_glm_text_that_is_not_a_call_is_content(markup):
     for chunks in cuts(markup).values():

@@ -25,7 +25,10 @@ CASES = {
         [
             Call(
                 "get_weather",
-                {"city": "東京", "options": {"units": ["°C", "hPa"], "deep": {"x": [1, {"y": None}]}}},
+                {
+                    "city": "東京",
+                    "options": {"units": ["°C", "hPa"], "deep": {"x": [1, {"y": None}]}},
+                },
             )
         ],
         "",

@@ -85,5 +85,5 @@ def test_pythonic_values_are_never_evaluated(value):
 
 def test_literal_json_accepts_only_plain_data():
     assert literal_json("(1, 'a', {'k': [True, None]})") == '[1,"a",{"k":[true,null]}]'
-    with pytest.raises(Exception, match="literal|JSON"):
+    with pytest.raises(Exception, match=r"literal|JSON"):
         literal_json("float('nan')")

@@ -18,7 +18,12 @@ def qwen(name: str, **params: str) -> str:
 CASES = {
     "single typed": (
         qwen("get_weather", city="Paris", days="3", metric="True", ratio="0.5", note="None"),
-        [Call("get_weather", {"city": "Paris", "days": 3, "metric": True, "ratio": 0.5, "note": None})],
+        [
+            Call(
+                "get_weather",
+                {"city": "Paris", "days": 3, "metric": True, "ratio": 0.5, "note": None},
+            )
+        ],
         "",
     ),
     "parallel with text around": (
@@ -29,14 +34,18 @@ CASES = {
     "nested, unicode, multi-line string": (
         qwen(
             "get_weather",
-            city="São Paulo\n  \"centro\"\n",
+            city='São Paulo\n  "centro"\n',
             tags='["a", "ü"]',
             options='{"deep": {"x": [1, null]}}',
         ),
         [
             Call(
                 "get_weather",
-                {"city": 'São Paulo\n  "centro"\n', "tags": ["a", "ü"], "options": {"deep": {"x": [1, None]}}},
+                {
+                    "city": 'São Paulo\n  "centro"\n',
+                    "tags": ["a", "ü"],
+                    "options": {"deep": {"x": [1, None]}},
+                },
             )
         ],
         "",

@@ -18,7 +18,7 @@ def test_every_dialect_is_registered_with_a_sample():
 
 def test_auto_means_all_and_unknown_names_list_the_known_ones():
     assert check_names(["auto"]) == tuple(DIALECTS)
-    with pytest.raises(ConfigError, match="known: .*hermes.*auto"):
+    with pytest.raises(ConfigError, match=r"known: .*hermes.*auto"):
         check_names(["hermes", "klingon"])
 
 
