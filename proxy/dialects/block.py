@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Protocol
 
 from proxy.dialects.base import CallArgs, CallClose, CallOpen, Segment, Tools
+from proxy.dialects.params import parameter_schemas
 from proxy.dialects.scan import Found, MarkerScanner
 
 DONE: Final = "done"
@@ -256,12 +257,7 @@ class Dialect:
 
     def __init__(self, tools: Tools) -> None:
         self.tools = tools
-        self.functions = frozenset(
-            tool["function"]["name"]
-            for tool in tools
-            if isinstance(tool.get("function"), dict)
-            and isinstance(tool["function"].get("name"), str)
-        )
+        self.functions = frozenset(parameter_schemas(tools))
 
     def declared(self, name: str) -> bool:
         """Whether the request declared a function of that name (guards marker-less markup)."""

@@ -38,3 +38,9 @@ def test_a_dialect_not_enabled_leaves_its_markup_alone(name):
     if name in ("qwen3_coder", "glm"):  # they share <tool_call> with hermes
         others.remove("qwen3_coder" if name == "glm" else "glm")
     assert run([sample], others) == [Text(sample)]
+
+
+def test_tools_that_are_not_function_objects_do_not_break_the_extractor():
+    junk = ["get_weather", {"type": "function"}, {"function": {"name": 3}}, None]
+    content = '[get_weather(city="Paris")]'
+    assert run([content], ["pythonic"], tools=junk) == [Text(content)]
