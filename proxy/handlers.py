@@ -38,10 +38,13 @@ _STREAMED_BODY_TYPES = ("multipart/", "application/octet-stream", "audio/", "ima
 
 async def handle_proxy(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
-    if request.method == "GET" and request.path == "/v1/models":
-        return await handle_models(request)
+    if not request.raw_path.startswith("/"):
+        # An absolute-form target (GET http://host/ HTTP/1.1) asks for a forward proxy.
+        raise ClientRequestError("the request target must be a path; this is not a forward proxy")
     if not is_safe_path(request.raw_path):
         raise ClientRequestError("the request path has dot segments")
+    if request.method == "GET" and request.path == "/v1/models":
+        return await handle_models(request)
     body, payload = await _read_body(request)
     model = payload.get("model") if isinstance(payload, dict) else None
     upstream = state.upstream(state.router.route(model if isinstance(model, str) else None).name)
