@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Final
 
 from aiohttp import ClientSession, DummyCookieJar, TCPConnector, hdrs, web
+from aiohttp.typedefs import Middleware
 
+from proxy.auth import ClientKeys, auth_middleware
 from proxy.handlers import handle_proxy
+from proxy.limits import Slots
 from proxy.middlewares import error_middleware, request_id_middleware
 from proxy.routing import Router, Upstream
 from proxy.settings import Settings
@@ -25,6 +29,7 @@ def build_upstreams(settings: Settings) -> dict[str, UpstreamConfig]:
             route=Upstream(options.name, options.url, tuple(options.models)),
             options=options,
             authorization=f"Bearer {key}" if key is not None else None,
+            slots=Slots(options.name, options.max_concurrent_requests),
         )
     return configs
 
@@ -33,10 +38,16 @@ async def handle_health(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
 
+# Endpoints that stay open when inbound authentication is on: probes carry no credentials.
+PUBLIC: Final = frozenset({handle_health})
+
+
 def create_app(settings: Settings) -> web.Application:
+    middlewares: list[Middleware] = [request_id_middleware, error_middleware]
+    if settings.auth.enabled:
+        middlewares.append(auth_middleware(ClientKeys(settings.auth.client_keys()), PUBLIC))
     app = web.Application(
-        middlewares=[request_id_middleware, error_middleware],
-        client_max_size=settings.limits.max_request_body_bytes,
+        middlewares=middlewares, client_max_size=settings.limits.max_request_body_bytes
     )
     upstreams = build_upstreams(settings)
     router = Router([u.route for u in upstreams.values()], settings.default_upstream)

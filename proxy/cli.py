@@ -17,6 +17,7 @@ from aiohttp import web
 from proxy import __version__
 from proxy.app import create_app
 from proxy.errors import ConfigError
+from proxy.limits import server_options
 from proxy.settings import DEFAULT_CONFIG_PATH, DEFAULT_PORT, Settings, load_settings
 
 PROG = "toolcall-proxy"
@@ -60,6 +61,10 @@ def serve(settings: Settings) -> None:
         host=settings.host,
         port=settings.port,
         handler_cancellation=True,
+        # On SIGTERM/SIGINT: stop listening, close idle connections, let open responses run
+        # this long, then cancel them (their clients see a truncated stream), and exit 0.
+        shutdown_timeout=settings.timeouts.shutdown_grace,
+        **server_options(settings),
         print=lambda line: logging.getLogger("toolcall_proxy").info("%s", line.strip()),
     )
 

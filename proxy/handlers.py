@@ -25,9 +25,11 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from proxy.errors import ClientRequestError, UpstreamError, UpstreamTimeout
+from proxy.forwarded import set_forwarded
 from proxy.headers import end_to_end
 from proxy.pump import End, pump
 from proxy.routing import is_safe_path, upstream_url
+from proxy.settings import Settings
 from proxy.state import REQUEST_ID, STATE, ProxyState, UpstreamConfig
 
 log = logging.getLogger("toolcall_proxy")
@@ -48,8 +50,9 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
     body, payload = await _read_body(request)
     model = payload.get("model") if isinstance(payload, dict) else None
     upstream = state.upstream(state.router.route(model if isinstance(model, str) else None).name)
-    async with UpstreamCall(request, state, upstream, body) as resp:
-        return await _respond(request, state, upstream, payload, resp)
+    with upstream.slots.take():
+        async with UpstreamCall(request, state, upstream, body) as resp:
+            return await _respond(request, state, upstream, payload, resp)
 
 
 async def _read_body(request: web.Request) -> tuple[bytes | None, object]:
@@ -82,7 +85,7 @@ class UpstreamCall:
         request, upstream, timeouts = self._request, self._upstream, self._state.settings.timeouts
         # encoded=True: the client's path and query go out byte for byte, never re-normalized.
         url = URL(upstream_url(upstream.route.base_url, request.raw_path), encoded=True)
-        headers = _upstream_headers(request, upstream)
+        headers = _upstream_headers(request, self._state.settings, upstream)
         # No body stays no body: an empty bytes value would add a Content-Length the
         # client never sent.
         data: Any = request.content if self._body is None else (self._body or None)
@@ -120,17 +123,21 @@ class UpstreamCall:
                 self._resp.close()
 
 
-def _upstream_headers(request: web.Request, upstream: UpstreamConfig) -> CIMultiDict[str]:
-    headers = end_to_end(request.headers, drop=(hdrs.HOST, hdrs.CONTENT_LENGTH, hdrs.EXPECT))
+def _upstream_headers(
+    request: web.Request, settings: Settings, upstream: UpstreamConfig
+) -> CIMultiDict[str]:
+    drop = [hdrs.HOST, hdrs.CONTENT_LENGTH, hdrs.EXPECT]
+    if settings.auth.enabled:
+        drop.append(hdrs.AUTHORIZATION)  # the client's key is for the proxy only
+    headers = end_to_end(request.headers, drop=drop)
     if upstream.authorization is not None:
-        headers[hdrs.AUTHORIZATION] = upstream.authorization
+        headers[hdrs.AUTHORIZATION] = upstream.authorization  # replaces every client value
     if upstream.options.normalize:
         # A response we may rewrite must arrive uncompressed; others keep the client's choice.
         headers[hdrs.ACCEPT_ENCODING] = "identity"
-    forwarded_for = request.headers.get("X-Forwarded-For")
-    remote = request.remote or ""
-    headers["X-Forwarded-For"] = f"{forwarded_for}, {remote}" if forwarded_for else remote
-    headers["X-Forwarded-Proto"] = request.scheme
+    set_forwarded(
+        headers, remote=request.remote, scheme=request.scheme, settings=settings.forwarded
+    )
     headers["X-Request-Id"] = request[REQUEST_ID]
     return headers
 

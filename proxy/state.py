@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from aiohttp import ClientSession, web
 
+from proxy.limits import Slots
 from proxy.pump import StreamRewriter
 from proxy.routing import Router, Upstream
 from proxy.settings import Settings, UpstreamSettings
@@ -17,6 +18,7 @@ class UpstreamConfig:
     route: Upstream
     options: UpstreamSettings
     authorization: str | None  # "Bearer <key>" from the environment, never from the file
+    slots: Slots  # requests in flight against options.max_concurrent_requests
 
 
 @dataclass(slots=True)
