@@ -10,6 +10,7 @@ from aiohttp.typedefs import Middleware
 
 from proxy.auth import ClientKeys, auth_middleware
 from proxy.handlers import handle_proxy
+from proxy.keepalive import reuse_tracing
 from proxy.limits import Slots
 from proxy.middlewares import error_middleware, request_id_middleware
 from proxy.routing import Router, Upstream
@@ -66,6 +67,7 @@ def create_app(settings: Settings) -> web.Application:
                 hdrs.CONTENT_TYPE,
             ),
             trust_env=False,
+            trace_configs=[reuse_tracing()],
         )
         app[STATE] = ProxyState(settings, router, upstreams, session)
         yield

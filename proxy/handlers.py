@@ -24,6 +24,7 @@ from aiohttp import (
 from multidict import CIMultiDict
 from yarl import URL
 
+from proxy import keepalive
 from proxy.errors import ClientRequestError, UpstreamError, UpstreamTimeout
 from proxy.forwarded import set_forwarded
 from proxy.headers import end_to_end
@@ -91,9 +92,11 @@ class UpstreamCall:
         data: Any = request.content if self._body is None else (self._body or None)
         try:
             async with asyncio.timeout(timeouts.first_byte):
-                self._resp = await self._state.session.request(
+                self._resp = await keepalive.request(
+                    self._state.session,
                     request.method,
                     url,
+                    replayable=self._body is not None,
                     headers=headers,
                     data=data,
                     allow_redirects=False,

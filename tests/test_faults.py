@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -68,6 +68,7 @@ async def test_upstream_dying_before_its_response_head_is_502(
         error = (await resp.json())["error"]
         assert error["type"] == "upstream_error"
         assert "gpu" in error["message"]
+        assert len(upstream.conns) == 1  # a new connection that fails is not retried
 
 
 @pytest.mark.parametrize(
@@ -221,3 +222,43 @@ async def test_models_listing_skips_an_upstream_whose_body_breaks_off(
         resp = await proxy.get("/v1/models")
         assert resp.status == 200
         assert [m["id"] for m in (await resp.json())["data"]] == ["good-model"]
+
+
+def answer_then_end_on_reuse(ending: str) -> Callable[[Conn], Awaitable[None]]:
+    """Answer the first request of each connection; end the connection when a second comes.
+
+    That is what a proxy sees when an upstream's keep-alive timer fires just as the proxy
+    reuses the idle connection.
+    """
+
+    async def script(conn: Conn) -> None:
+        await conn.send(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await conn.reader.readuntil(b"\r\n\r\n")
+        ENDINGS[ending](conn)
+
+    return script
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+async def test_a_request_meeting_a_stale_reused_connection_is_sent_again(
+    ending: str, start_proxy: StartProxy
+) -> None:
+    async with raw_upstream(answer_then_end_on_reuse(ending)) as upstream:
+        proxy = await start_proxy(proxy_to(upstream.url))
+        for _ in range(3):
+            resp = await proxy.post(CHAT, json={"model": "m"})
+            assert (resp.status, await resp.read()) == (200, b"ok")
+        assert len(upstream.conns) == 3
+
+
+async def test_a_streamed_upload_meeting_a_stale_connection_is_not_replayed(
+    start_proxy: StartProxy,
+) -> None:
+    async with raw_upstream(answer_then_end_on_reuse("close")) as upstream:
+        proxy = await start_proxy(proxy_to(upstream.url))
+        assert (await proxy.post(CHAT, json={"model": "m"})).status == 200
+        resp = await proxy.post(
+            "/v1/audio/transcriptions", data=b"\0" * 1000, headers={"Content-Type": "audio/wav"}
+        )
+        assert resp.status == 502
+        assert len(upstream.conns) == 1
