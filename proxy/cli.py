@@ -17,7 +17,7 @@ from aiohttp import web
 from proxy import __version__
 from proxy.app import create_app
 from proxy.errors import ConfigError
-from proxy.limits import server_options
+from proxy.limits import LISTEN_BACKLOG, server_options
 from proxy.settings import DEFAULT_CONFIG_PATH, DEFAULT_PORT, Settings, load_settings
 
 PROG = "toolcall-proxy"
@@ -64,6 +64,7 @@ def serve(settings: Settings) -> None:
         # On SIGTERM/SIGINT: stop listening, close idle connections, let open responses run
         # this long, then cancel them (their clients see a truncated stream), and exit 0.
         shutdown_timeout=settings.timeouts.shutdown_grace,
+        backlog=LISTEN_BACKLOG,
         **server_options(settings),
         print=lambda line: logging.getLogger("toolcall_proxy").info("%s", line.strip()),
     )

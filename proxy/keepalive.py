@@ -7,7 +7,10 @@ and fails before any answer. aiohttp retries that only for idempotent methods, a
 completions are POSTs. As browsers do, the request is sent again on another connection when
 all of these hold: the connection was a reused one, nothing of an answer arrived, and the
 body is in memory (a streamed upload cannot be replayed). An upstream that is really down
-fails the same way on a new connection, and that failure is final.
+fails the same way on a new connection, and that failure is final. Each retry closes the
+stale connection it met, and a new connection is never retried, so the attempts are bounded
+by the pool's size (many pooled connections can go stale together, when an upstream's
+timer closes them at once) and in any case by ``timeouts.first_byte``, which covers them all.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Final
+from typing import Any
 
 from aiohttp import (
     ClientOSError,
@@ -27,8 +30,6 @@ from aiohttp import (
 )
 
 log = logging.getLogger("toolcall_proxy")
-
-MAX_ATTEMPTS: Final = 3  # a pool may hold several connections the upstream closed at once
 
 
 @dataclass
@@ -59,16 +60,13 @@ async def request(
     session: ClientSession, method: str, url: Any, *, replayable: bool, **kwargs: Any
 ) -> ClientResponse:
     """``session.request``, sent again when it met a stale reused connection."""
-    for attempt in range(1, MAX_ATTEMPTS + 1):
+    while True:
         state = _Attempt()
         try:
             return await session.request(method, url, trace_request_ctx=state, **kwargs)
         except (ServerDisconnectedError, ClientOSError) as exc:
-            if not (
-                replayable and state.reused and attempt < MAX_ATTEMPTS and _before_any_answer(exc)
-            ):
+            if not (replayable and state.reused and _before_any_answer(exc)):
                 raise
             log.info(
                 "%s %s: reused upstream connection was closed (%r); sending again", method, url, exc
             )
-    raise AssertionError("unreachable")

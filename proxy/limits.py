@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Final
 
 from proxy.errors import TooManyRequests
 from proxy.settings import Settings
@@ -42,6 +42,12 @@ class Slots:
             yield
         finally:
             self.in_use -= 1
+
+
+# Connections the kernel may queue before the proxy accepts them (capped by
+# net.core.somaxconn). aiohttp's 128 overflows when hundreds of clients connect at once, and
+# an overflowing queue drops or resets connections; uvicorn's default is the same 2048.
+LISTEN_BACKLOG: Final = 2048
 
 
 def server_options(settings: Settings) -> dict[str, Any]:
