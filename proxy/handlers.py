@@ -9,14 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from time import perf_counter
 from typing import Any
 
 import orjson
-from aiohttp import ClientConnectionError, ClientResponse, ClientTimeout, hdrs, web
+from aiohttp import (
+    ClientConnectionError,
+    ClientResponse,
+    ClientTimeout,
+    ConnectionTimeoutError,
+    hdrs,
+    web,
+)
 from multidict import CIMultiDict
 from yarl import URL
 
 from proxy.errors import ClientRequestError, UpstreamError, UpstreamTimeout
+from proxy.exchange import EXCHANGE
 from proxy.headers import end_to_end
 from proxy.pump import End, pump
 from proxy.routing import is_safe_path, upstream_url
@@ -36,7 +45,11 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
         raise ClientRequestError("the request path has dot segments")
     body, payload = await _read_body(request)
     model = payload.get("model") if isinstance(payload, dict) else None
-    upstream = state.upstream(state.router.route(model if isinstance(model, str) else None).name)
+    model = model if isinstance(model, str) else None
+    exchange = request[EXCHANGE]
+    exchange.model = model
+    upstream = state.upstream(state.router.route(model).name)
+    exchange.upstream = upstream.route.name
     async with UpstreamCall(request, state, upstream, body) as resp:
         return await _respond(request, state, upstream, payload, resp)
 
@@ -84,8 +97,15 @@ class UpstreamCall:
                     timeout=ClientTimeout(total=None, sock_connect=timeouts.connect),
                 )
         except TimeoutError as exc:
+            kind = (
+                "connect_timeout"
+                if isinstance(exc, ConnectionTimeoutError)
+                else "first_byte_timeout"
+            )
+            request[EXCHANGE].upstream_failed(upstream.route.name, kind)
             raise UpstreamTimeout(f"upstream {upstream.route.name!r} timed out") from exc
         except ClientConnectionError as exc:
+            request[EXCHANGE].upstream_failed(upstream.route.name, "unreachable")
             raise UpstreamError(
                 f"upstream {upstream.route.name!r} is unreachable: {type(exc).__name__}"
             ) from exc
@@ -128,6 +148,8 @@ async def _respond(
     payload: object,
     resp: ClientResponse,
 ) -> web.StreamResponse:
+    exchange = request[EXCHANGE]
+    exchange.meter.upstream_headers_at = perf_counter()
     rewriter = None
     if resp.status == 200 and _is_event_stream(resp) and "Content-Encoding" not in resp.headers:
         rewriter = state.stream_rewriter(upstream, request, payload)
@@ -138,13 +160,16 @@ async def _respond(
     if _is_event_stream(resp):
         response.headers["X-Accel-Buffering"] = "no"
     await response.prepare(request)
+    exchange.response_started(resp.status, streaming=_is_event_stream(resp), rewriter=rewriter)
     end = await pump(
         resp,
         response,
         idle_timeout=state.settings.timeouts.idle,
         rewriter=rewriter,
         max_event_bytes=state.settings.limits.max_event_bytes,
+        meter=exchange.meter,
     )
+    exchange.body_ended(end.value)
     if end is not End.COMPLETE:
         log.warning(
             "upstream %s stream ended early (%s); aborting the client's response",

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import enum
+from time import perf_counter
 from typing import Protocol
 
 from aiohttp import ClientConnectionError, ClientPayloadError, ClientResponse, web
 
+from proxy.meter import StreamMeter
 from proxy.sse import Event, RawBytes, SSEDecoder
 
 
@@ -45,8 +47,10 @@ async def pump(
     idle_timeout: float,
     rewriter: StreamRewriter | None = None,
     max_event_bytes: int,
+    meter: StreamMeter | None = None,
 ) -> End:
     """Copy the upstream body to the client until it ends; return how it ended."""
+    meter = StreamMeter() if meter is None else meter
     decoder = SSEDecoder(max_event_bytes=max_event_bytes) if rewriter is not None else None
     loop = asyncio.get_running_loop()
     end = End.COMPLETE
@@ -63,17 +67,27 @@ async def pump(
                 deadline.reschedule(None)
                 if not chunk:
                     break
+                meter.received(chunk)
                 if decoder is None or rewriter is None:
+                    meter.sending(chunk)
                     await downstream.write(chunk)
                     continue
+                started = perf_counter()
                 out = [b for item in decoder.feed(chunk) for b in rewriter.feed(item)]
+                meter.processing.append(perf_counter() - started)
                 if out:
-                    await downstream.write(b"".join(out))
+                    data = b"".join(out)
+                    meter.sending(data)
+                    await downstream.write(data)
     except TimeoutError:
         end = End.IDLE_TIMEOUT
     if decoder is not None and rewriter is not None:
+        started = perf_counter()
         out = [b for item in decoder.close() for b in rewriter.feed(item)]
         out += rewriter.close(complete=end is End.COMPLETE)
+        meter.processing.append(perf_counter() - started)
         if out:
-            await downstream.write(b"".join(out))
+            data = b"".join(out)
+            meter.sending(data)
+            await downstream.write(data)
     return end
