@@ -7,7 +7,6 @@ the metrics and the access log. Handlers only set fields; nothing here does I/O.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Final
@@ -15,6 +14,7 @@ from typing import Final
 from aiohttp import web
 
 from proxy.meter import StreamMeter
+from proxy.normalize import StreamNormalizer
 
 NO_UPSTREAM: Final = "(none)"  # the request ended before it was routed (400, 404, 413, ...)
 
@@ -44,7 +44,9 @@ class Exchange:
     def upstream_failed(self, upstream: str, kind: str) -> None:
         self.upstream_errors.append((upstream, kind))
 
-    def response_started(self, status: int, *, streaming: bool, rewriter: object | None) -> None:
+    def response_started(
+        self, status: int, *, streaming: bool, rewriter: StreamNormalizer | None
+    ) -> None:
         self.meter.client_headers_at = perf_counter()
         self.status = status
         self.streaming = streaming
@@ -52,6 +54,13 @@ class Exchange:
         self.rewritten = rewriter is not None
         if status >= 500:
             self.upstream_failed(self.upstream, "http_5xx")
+
+    def completion_rewritten(self, status: int, repairs: Counter[str]) -> None:
+        """A whole (non-streamed) completion was read, repaired and answered in one piece."""
+        self.response_started(status, streaming=False, rewriter=None)
+        self.rewritten = True
+        self.repairs.update(repairs)
+        self.end = "complete"
 
     def body_ended(self, end: str) -> None:
         self.end = end
