@@ -16,7 +16,9 @@ from aiohttp import web
 from proxy.meter import StreamMeter
 from proxy.normalize import StreamNormalizer
 
-NO_UPSTREAM: Final = "(none)"  # the request ended before it was routed (400, 404, 413, ...)
+# Not served by one upstream: refused before routing (400, 404, 413, ...) or GET /v1/models,
+# which asks them all.
+NO_UPSTREAM: Final = "(none)"
 
 
 @dataclass(slots=True, eq=False)  # identity equality: kept in a set while in flight
@@ -32,13 +34,10 @@ class Exchange:
     rewritten: bool = False
     end: str | None = None  # how the response body ended: complete, dropped, idle_timeout, ...
     meter: StreamMeter = field(default_factory=StreamMeter)
-    # The stream's rewriter: its ``repairs`` (kind -> count) and ``extracted`` (dialect -> tool
-    # calls recovered from text) counters are read at the end, so that a stream the client
-    # abandons still counts what was already done.
-    rewriter: object | None = None
-    # The same for a response rewritten whole (not streamed).
-    repairs: Counter[str] = field(default_factory=Counter)
-    extracted: Counter[str] = field(default_factory=Counter)
+    # The stream's normalizer: its ``repairs`` (kind -> count, proxy.repairs) are read at the
+    # end, so that a stream the client abandons still counts what was already done.
+    rewriter: StreamNormalizer | None = None
+    repairs: Counter[str] = field(default_factory=Counter)  # of a completion rewritten whole
     upstream_errors: list[tuple[str, str]] = field(default_factory=list)  # (upstream, kind)
 
     def upstream_failed(self, upstream: str, kind: str) -> None:
@@ -68,15 +67,9 @@ class Exchange:
             self.upstream_failed(self.upstream, end)
 
     def all_repairs(self) -> Counter[str]:
-        return self.repairs + _counter(self.rewriter, "repairs")
-
-    def all_extracted(self) -> Counter[str]:
-        return self.extracted + _counter(self.rewriter, "extracted")
-
-
-def _counter(rewriter: object, name: str) -> Counter[str]:
-    counts = getattr(rewriter, name, None)
-    return Counter(counts) if isinstance(counts, Mapping) else Counter()
+        if self.rewriter is None:
+            return Counter(self.repairs)
+        return self.repairs + self.rewriter.repairs
 
 
 EXCHANGE = web.RequestKey("exchange", Exchange)

@@ -29,6 +29,7 @@ from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
 from proxy.exchange import Exchange
+from proxy.repairs import Repair
 
 MAX_MODEL_LABELS: Final = 32
 NO_MODEL: Final = "(none)"
@@ -235,9 +236,11 @@ class Metrics:
         model = self.models.label(exchange.model, accepted=0 < status < 400)
         self.requests.labels(upstream, model, route_label(exchange.path), str(status)).inc()
         for kind, count in exchange.all_repairs().items():
+            # A call recovered from text is counted as "markup-in-content:<dialect>".
+            kind, _, dialect = kind.partition(":")
             self.repairs.labels(upstream, model, kind).inc(count)
-        for dialect, count in exchange.all_extracted().items():
-            self.text_tool_calls.labels(upstream, model, dialect).inc(count)
+            if kind == Repair.MARKUP_IN_CONTENT:
+                self.text_tool_calls.labels(upstream, model, dialect or "unknown").inc(count)
         for failed, kind in exchange.upstream_errors:
             self.upstream_errors.labels(failed, kind).inc()
         if meter.bytes_in:

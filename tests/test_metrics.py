@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import logging
 import re
+from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -288,3 +293,230 @@ async def test_metrics_speak_openmetrics_to_a_scraper_that_asks(
     )
     assert resp.headers["Content-Type"].startswith("application/openmetrics-text")
     assert (await resp.text()).endswith("# EOF\n")
+
+
+# Repairs: every golden case of the normalizer, replayed through the proxy ----------------
+
+GOLDEN = Path(__file__).parent / "golden"
+CASES: list[dict[str, Any]] = json.loads((GOLDEN / "cases.json").read_text())
+REQUESTS: dict[str, Any] = json.loads((GOLDEN / "requests.json").read_text())
+
+
+async def test_metrics_show_each_repair_kind_after_repaired_streams_pass(
+    start_upstream: StartUpstream, start_proxy: StartProxy
+) -> None:
+    """Each golden case's upstream body goes through the real proxy, one request per case;
+    the repair counters end up with every kind the cases name, as often as they name it."""
+    bodies = {case["name"]: (GOLDEN / f"{case['name']}.in.sse").read_bytes() for case in CASES}
+
+    async def replay_case(request: web.Request) -> web.StreamResponse:
+        case = CASES[int(request.match_info["case"])]
+        await request.read()
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for part in re.split(rb"(?<=\n\n)", bodies[case["name"]]):
+            if part:
+                await response.write(part)
+        if not case["complete"]:
+            assert request.transport is not None
+            request.transport.close()  # the upstream dies mid-stream
+            return response
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_post("/{case}/v1/chat/completions", replay_case)
+    upstream = await start_upstream(app)
+    # The golden outputs are made without markup dialects; the proxy is set up the same way.
+    proxy = await start_proxy(
+        UpstreamSettings(name="u", url=upstream_url(upstream), dialects="none")
+    )
+    expected: Counter[str] = Counter()
+    for i, case in enumerate(CASES):
+        request = {**REQUESTS[case["request"]], "model": "m", "stream": True}
+        resp = await proxy.post(f"/{i}{CHAT}", json=request)
+        with contextlib.suppress(ClientPayloadError):
+            await resp.read()
+        expected.update(case["repairs"])
+
+    kinds = Counter[str]()
+    for _ in range(100):
+        samples = await scrape(proxy)
+        kinds = Counter(
+            {
+                dict(labels)["kind"]: int(v)
+                for (name, labels), v in samples.items()
+                if name == "toolcall_proxy_repairs_total"
+            }
+        )
+        if len(kinds) >= len(expected):
+            break
+        await asyncio.sleep(0.02)
+    assert set(kinds) == set(expected)
+    for kind, cases in expected.items():
+        assert kinds[kind] >= cases, kind
+    requests = value(
+        samples,
+        "toolcall_proxy_requests_total",
+        upstream="u",
+        model="m",
+        route="other",
+        status="200",
+    )
+    assert requests == len(CASES)
+    assert value(samples, "toolcall_proxy_chunk_processing_seconds_count", upstream="u")
+    assert value(
+        samples, "toolcall_proxy_first_byte_added_seconds_count", upstream="u", rewritten="yes"
+    ) == len(CASES)
+
+
+async def test_calls_recovered_from_text_are_counted_by_dialect(
+    start_upstream: StartUpstream, start_proxy: StartProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="toolcall_proxy.access")
+    markup = '<tool_call>\\n{\\"name\\": \\"get_weather\\", \\"arguments\\": {\\"city\\": \\"Paris\\"}}\\n</tool_call>'
+    body = (
+        'data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"'
+        + markup
+        + '"},"finish_reason":null}]}\n\n'
+        'data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+        "data: [DONE]\n\n"
+    ).encode()
+    upstream = await start_upstream(replay_app(body))
+    proxy = await start_proxy(
+        UpstreamSettings(name="ollama", url=upstream_url(upstream), dialects=["hermes"])
+    )
+    request = {**REQUESTS["weather"], "model": "qwen", "stream": True}
+    out = await (await proxy.post(CHAT, json=request)).read()
+    assert b'"name":"get_weather"' in out
+
+    labels = {"upstream": "ollama", "model": "qwen"}
+    assert (
+        await eventually(proxy, "toolcall_proxy_text_tool_calls_total", dialect="hermes", **labels)
+        == 1
+    )
+    samples = await scrape(proxy)
+    assert value(samples, "toolcall_proxy_repairs_total", kind="markup-in-content", **labels) == 1
+    [record] = [r.access for r in caplog.records if r.name == "toolcall_proxy.access"]  # type: ignore[attr-defined]
+    assert record["rewritten"] is True
+    assert record["repairs"]["markup-in-content:hermes"] == 1
+
+
+def chunk_event(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    chunk = {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+def long_call_stream() -> bytes:
+    opening = {
+        "tool_calls": [
+            {
+                "index": 0,
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": ""},
+            }
+        ]
+    }
+    parts = ['{"city": "', *["x" * 50] * 60, '"}']
+    args = [
+        chunk_event({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in parts
+    ]
+    return (
+        chunk_event({"role": "assistant", **opening})
+        + b"".join(args)
+        + chunk_event({}, "tool_calls")
+        + b"data: [DONE]\n\n"
+    )
+
+
+UNFINISHED_MARKUP = (
+    chunk_event(
+        {
+            "role": "assistant",
+            "content": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par',
+        }
+    )
+    + chunk_event({}, "stop")
+    + b"data: [DONE]\n\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "settings", "kinds"),
+    [
+        (long_call_stream(), {"limits": {"max_held_bytes": 1024}}, {"cap-reached"}),
+        (UNFINISHED_MARKUP, {}, {"markup-broken", "markup-in-content"}),
+    ],
+    ids=["held-bytes-cap", "markup-cut-off"],
+)
+async def test_repairs_outside_the_golden_cases_show_too(
+    body: bytes,
+    settings: dict[str, Any],
+    kinds: set[str],
+    start_upstream: StartUpstream,
+    start_proxy: StartProxy,
+) -> None:
+    upstream = await start_upstream(replay_app(body))
+    proxy = await start_proxy(
+        UpstreamSettings(name="u", url=upstream_url(upstream), dialects=["hermes"]), **settings
+    )
+    await (
+        await proxy.post(CHAT, json={**REQUESTS["weather"], "model": "m", "stream": True})
+    ).read()
+    for kind in kinds:
+        assert (
+            await eventually(
+                proxy, "toolcall_proxy_repairs_total", upstream="u", model="m", kind=kind
+            )
+            >= 1
+        ), kind
+
+
+async def test_a_repaired_whole_completion_counts_its_repairs_and_bytes(
+    start_upstream: StartUpstream, start_proxy: StartProxy
+) -> None:
+    completion = {
+        "id": "c", "object": "chat.completion",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+        ]}}],
+    }  # fmt: skip
+
+    async def answer(request: web.Request) -> web.Response:
+        return web.json_response(completion)
+
+    app = web.Application()
+    app.router.add_post(CHAT, answer)
+    proxy = await start_proxy(await start_upstream(app))
+    resp = await proxy.post(CHAT, json={**REQUESTS["weather"], "model": "m"})
+    fixed = await resp.read()
+    assert (
+        json.loads(fixed)["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
+        == '{"city":"Paris"}'
+    )
+
+    labels = {"upstream": "up0", "model": "m"}
+    assert (
+        await eventually(
+            proxy, "toolcall_proxy_repairs_total", kind="arguments-not-a-string", **labels
+        )
+        == 1
+    )
+    samples = await scrape(proxy)
+    assert value(
+        samples, "toolcall_proxy_response_bytes_total", upstream="up0", direction="sent"
+    ) == len(fixed)
+    assert (
+        value(
+            samples,
+            "toolcall_proxy_first_byte_added_seconds_count",
+            upstream="up0",
+            rewritten="yes",
+        )
+        == 1
+    )
