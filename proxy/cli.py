@@ -29,7 +29,7 @@ from proxy.settings import (
     load_settings,
     resolve_config_path,
 )
-from proxy.tools import check
+from proxy.tools import check, fix, probe
 
 PROG = "toolcall-proxy"
 
@@ -42,6 +42,8 @@ class Command(NamedTuple):
 
 COMMANDS: Final = {
     "check": Command(check.HELP, check.add_arguments, check.run),
+    "fix": Command(fix.HELP, fix.add_arguments, fix.run),
+    "probe": Command(probe.HELP, probe.add_arguments, probe.run),
 }
 
 

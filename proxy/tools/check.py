@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from proxy.dialects import check_names
 from proxy.settings import Settings, UpstreamSettings, load_settings, resolve_config_path
 from proxy.tools.table import format_table
 
@@ -30,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     print("Routing: a request goes to the first upstream whose MODELS pattern matches its model.")
     print(routing_table(settings))
     print()
-    for line in fallback_rules(settings):
+    for line in auto_dialects(settings) + fallback_rules(settings):
         print(line)
     for warning in shadowed_upstreams(settings):
         print(f"warning: {warning}")
@@ -44,13 +45,13 @@ def routing_table(settings: Settings) -> str:
             u.name,
             u.url,
             ", ".join(u.models),
+            f"${u.api_key_env}" if u.api_key_env is not None else "-",
             _rewriting(u),
             _dialects(u),
-            f"${u.api_key_env}" if u.api_key_env is not None else "-",
         ]
         for i, u in enumerate(settings.upstreams, start=1)
     ]
-    headers = ["#", "UPSTREAM", "URL", "MODELS", "OUTPUT", "DIALECTS", "API KEY"]
+    headers = ["#", "UPSTREAM", "URL", "MODELS", "API KEY", "OUTPUT", "DIALECTS"]
     return format_table(headers, rows)
 
 
@@ -61,11 +62,17 @@ def _rewriting(upstream: UpstreamSettings) -> str:
 def _dialects(upstream: UpstreamSettings) -> str:
     if not upstream.normalize:
         return "-"
-    names = upstream.dialect_names()
-    listed = ", ".join(names) if names else "none"
-    if upstream.dialects == "auto":
-        listed = f"auto: {listed}"
+    if isinstance(upstream.dialects, list):
+        listed = ", ".join(upstream.dialect_names())
+    else:
+        listed = upstream.dialects  # "auto" is spelled out under the table
     return listed + (" (+reasoning)" if upstream.extract_from_reasoning else "")
+
+
+def auto_dialects(settings: Settings) -> list[str]:
+    if not any(u.normalize and u.dialects == "auto" for u in settings.upstreams):
+        return []
+    return [f"Dialects tried by 'auto': {', '.join(check_names(['auto'])) or '(none)'}."]
 
 
 def fallback_rules(settings: Settings) -> list[str]:
