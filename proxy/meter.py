@@ -24,6 +24,15 @@ class StreamMeter:
     # turned into histogram observations once, at the end, off the streaming path.
     processing: list[float] = field(default_factory=list)
 
+    def relayed(self, data: bytes) -> None:
+        """``data`` passes through untouched: received and sent in one step."""
+        if self.first_in_at is None:
+            self.first_in_at = perf_counter()
+            self.first_out_at = perf_counter()
+        self.bytes_in += len(data)
+        self.bytes_out += len(data)
+        self.writes += 1
+
     def received(self, data: bytes) -> None:
         if self.first_in_at is None:
             self.first_in_at = perf_counter()

@@ -16,17 +16,20 @@ Label values are bounded so that clients cannot grow the series without limit:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Final
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import accumulate
+from typing import Final, cast
 
 from aiohttp import hdrs, web
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from proxy.exchange import Exchange
 from proxy.repairs import Repair
@@ -156,6 +159,42 @@ class _OpenStreams(Collector):
         )
 
 
+# prometheus-client's own spelling of "le" values (0.1, 10.0, +Inf); it ships without types.
+_go_float = cast(Callable[[float], str], floatToGoString)
+
+
+class BatchHistogram(Collector):
+    """A histogram that takes a whole stream's observations at once, per label value.
+
+    prometheus-client's Histogram takes a lock per observation; a stream's per-read times are
+    many, so they are binned here into plain counts in one pass when the stream ends.
+    """
+
+    def __init__(self, name: str, documentation: str, label: str, buckets: Sequence[float]) -> None:
+        self._name = name
+        self._documentation = documentation
+        self._label = label
+        self._bounds = (*buckets, float("inf"))
+        self._les = [_go_float(b) for b in self._bounds]
+        self._series: dict[str, tuple[list[int], list[float]]] = {}  # counts per bucket, sum
+
+    def add(self, label_value: str, values: Sequence[float]) -> None:
+        counts, total = self._series.setdefault(label_value, ([0] * len(self._bounds), [0.0]))
+        for value in values:
+            counts[bisect_left(self._bounds, value)] += 1  # "le": the first bound >= value
+        total[0] += sum(values)
+
+    def describe(self) -> Iterator[Metric]:
+        yield HistogramMetricFamily(self._name, self._documentation, labels=[self._label])
+
+    def collect(self) -> Iterator[Metric]:
+        family = HistogramMetricFamily(self._name, self._documentation, labels=[self._label])
+        for label_value, (counts, total) in self._series.items():
+            cumulative = zip(self._les, accumulate(counts), strict=True)
+            family.add_metric([label_value], [(le, float(n)) for le, n in cumulative], total[0])
+        yield family
+
+
 class Metrics:
     def __init__(self, upstreams: Iterable[str]) -> None:
         self.registry = registry = CollectorRegistry()
@@ -210,13 +249,13 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )
-        self.chunk_processing = Histogram(
+        self.chunk_processing = BatchHistogram(
             "toolcall_proxy_chunk_processing_seconds",
             "Decoding and rewriting time per upstream read of a rewritten stream.",
-            ["upstream"],
-            buckets=LATENCY_BUCKETS,
-            registry=registry,
+            "upstream",
+            LATENCY_BUCKETS,
         )
+        registry.register(self.chunk_processing)
         self.upstream_errors = Counter(
             "toolcall_proxy_upstream_errors",
             "Upstream failures by kind: unreachable, connect_timeout, first_byte_timeout,"
@@ -254,9 +293,7 @@ class Metrics:
             rewritten = "yes" if exchange.rewritten else "no"
             self.first_byte_added.labels(upstream, rewritten).observe(added)
         if meter.processing:
-            histogram = self.chunk_processing.labels(upstream)
-            for seconds in meter.processing:
-                histogram.observe(seconds)
+            self.chunk_processing.add(upstream, meter.processing)
 
 
 METRICS = web.AppKey("metrics", Metrics)

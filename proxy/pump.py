@@ -67,11 +67,11 @@ async def pump(
                 deadline.reschedule(None)
                 if not chunk:
                     break
-                meter.received(chunk)
                 if decoder is None or rewriter is None:
-                    meter.sending(chunk)
+                    meter.relayed(chunk)
                     await downstream.write(chunk)
                     continue
+                meter.received(chunk)
                 started = perf_counter()
                 out = [b for item in decoder.feed(chunk) for b in rewriter.feed(item)]
                 meter.processing.append(perf_counter() - started)

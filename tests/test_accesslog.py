@@ -18,7 +18,7 @@ from proxy.accesslog import ACCESS_LOGGER, configure_logging
 from proxy.settings import UpstreamSettings
 from tests.conftest import UPSTREAM_FIXTURES, StartProxy, StartUpstream, upstream_url
 from tests.test_failures import free_port
-from tests.test_metrics import replay_app
+from tests.test_passthrough import replay_app
 
 CHAT = "/v1/chat/completions"
 

@@ -8,41 +8,30 @@ import json
 import logging
 import re
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import ClientPayloadError, web
 from aiohttp.test_utils import TestClient
+from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.parser import text_string_to_metric_families
 
-from proxy.metrics import MAX_MODEL_LABELS, NO_MODEL, OTHER_MODEL, ModelLabels, route_label
+from proxy.metrics import (
+    LATENCY_BUCKETS,
+    MAX_MODEL_LABELS,
+    NO_MODEL,
+    OTHER_MODEL,
+    BatchHistogram,
+    ModelLabels,
+    route_label,
+)
 from proxy.settings import UpstreamSettings
 from tests.conftest import UPSTREAM_FIXTURES, StartProxy, StartUpstream, upstream_url
+from tests.test_passthrough import replay_app
 
 CHAT = "/v1/chat/completions"
 Proxy = TestClient[web.Request, web.Application]
-
-
-def replay_app(body: bytes, *, status: int = 200, on_request: Callable[[Any], None] | None = None):
-    """An upstream answering every request with ``body``, one SSE event per write."""
-
-    async def handler(request: web.Request) -> web.StreamResponse:
-        payload = await request.json() if request.body_exists else None
-        if on_request is not None:
-            on_request(payload)
-        response = web.StreamResponse(status=status, headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        for part in re.split(rb"(?<=\n\n)", body):
-            if part:
-                await response.write(part)
-        await response.write_eof()
-        return response
-
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handler)
-    return app
 
 
 async def scrape(proxy: Proxy) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
@@ -520,3 +509,31 @@ async def test_a_repaired_whole_completion_counts_its_repairs_and_bytes(
         )
         == 1
     )
+
+
+def test_batch_histogram_matches_prometheus_clients_own() -> None:
+    values = [0.0, 0.00001, 0.00002, 0.5, 1.0, 3.0, 11.0, 0.0001, 0.0001]
+    ours, theirs = CollectorRegistry(), CollectorRegistry()
+    batch = BatchHistogram("t_seconds", "t", "upstream", LATENCY_BUCKETS)
+    ours.register(batch)
+    batch.add("u", values[:4])
+    batch.add("u", values[4:])
+    histogram = Histogram("t_seconds", "t", ["upstream"], buckets=LATENCY_BUCKETS, registry=theirs)
+    for v in values:
+        histogram.labels("u").observe(v)
+
+    def samples(registry: CollectorRegistry) -> dict[tuple[str, str], float]:
+        return {
+            (s.name, s.labels.get("le", "")): s.value
+            for family in registry.collect()
+            for s in family.samples
+            if not s.name.endswith("_created")
+        }
+
+    mine, reference = samples(ours), samples(theirs)
+    total = ("t_seconds_sum", "")
+    assert mine.pop(total) == pytest.approx(reference.pop(total)) == pytest.approx(sum(values))
+    assert mine == reference
+    assert samples(ours)[("t_seconds_bucket", "1e-05")] == 2  # on a bound counts as below it
+    assert samples(ours)[("t_seconds_bucket", "10.0")] == 8
+    assert samples(ours)[("t_seconds_bucket", "+Inf")] == 9
