@@ -2,8 +2,8 @@
 
 Each app owns a CollectorRegistry (never prometheus-client's global one), so several apps in
 one process, as in the tests, count apart. Everything about a request is recorded once, when it
-ends (:func:`Metrics.observe`); the streaming path only fills a StreamMeter. The one exception
-is ``streams_open``, which must move when a stream starts.
+ends (:meth:`Metrics.end`); the streaming path only fills a StreamMeter. ``streams_open`` is
+counted at scrape time from the requests in flight.
 
 Label values are bounded so that clients cannot grow the series without limit:
 * ``upstream`` is a configured upstream name, ``route`` one of the API paths in ``ROUTES`` or
