@@ -195,6 +195,38 @@ class ChoiceNormalizer:
             self.finished = finish
         return pieces
 
+    def take_canonical_fragment(self, choice: JSONObject, source: Source) -> bool:
+        """The hot path: a canonical argument fragment of a call already open under the same
+        index goes out as it came, with only the bookkeeping ``process`` would do. False when
+        the chunk is anything else; ``process`` then handles it."""
+        delta = choice.get("delta")
+        if type(delta) is not dict or len(delta) != 1 or choice.get("finish_reason") is not None:
+            return False
+        entries = delta.get("tool_calls")
+        if type(entries) is not list or len(entries) != 1:
+            return False
+        entry = entries[0]
+        if type(entry) is not dict or len(entry) != 2:
+            return False
+        key, function = entry.get("index"), entry.get("function")
+        if type(key) is not int or type(function) is not dict or len(function) != 1:
+            return False
+        text = function.get("arguments")
+        call = self._by_key.get(key)
+        if (
+            type(text) is not str
+            or call is None
+            or call.state is not CallState.OPEN
+            or call.index != key
+            or self._extracting
+            or complete_json(text) is not INVALID  # maybe a re-sent copy (Q17)
+            or any(c.state is CallState.PLACEHOLDER for c in self._calls)
+        ):
+            return False
+        self._source, self._choice, self._last = source, choice, call
+        self._keep(call, text)
+        return True
+
     def _with_head(self, head: JSONObject | None, sink: Sink, delta: object) -> list[Piece]:
         """Put the delta's other fields (role, text, unknown ones) in front of the pieces."""
         own = sink.own

@@ -8,7 +8,8 @@ matter (a parse then shows nothing to do), never "no" for bytes that do.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Sequence
 from typing import Any, Final
 
 import orjson
@@ -24,7 +25,6 @@ class _Invalid:
 
 
 INVALID: Final = _Invalid()
-_WS: Final = b" \t\r\n"
 
 
 def loads(data: bytes | str) -> object:
@@ -56,30 +56,17 @@ def complete_json(text: str) -> object:
     return loads(stripped)
 
 
-def _value_starts(data: bytes, key: bytes) -> Iterator[int]:
-    """Where the value of each ``"key":`` in ``data`` begins (``key`` includes its quotes)."""
-    start = 0
-    end = len(data)
-    while (i := data.find(key, start)) >= 0:
-        j = i + len(key)
-        start = j
-        while j < end and data[j] in _WS:
-            j += 1
-        if j >= end or data[j] != 0x3A:  # not followed by ':', so not a key
-            continue
-        j += 1
-        while j < end and data[j] in _WS:
-            j += 1
-        yield j
-
-
-def has_non_null(data: bytes, key: bytes) -> bool:
-    """True when some ``"key":`` in ``data`` has a value other than null."""
-    return any(not data.startswith(b"null", j) for j in _value_starts(data, key))
-
-
-def has_text(data: bytes, key: bytes) -> bool:
-    """True when some ``"key":`` in ``data`` has a non-empty string value."""
-    return any(
-        data.startswith(b'"', j) and not data.startswith(b'""', j) for j in _value_starts(data, key)
-    )
+def interest_pattern(text_keys: Sequence[str]) -> re.Pattern[bytes]:
+    """A pattern found in the data of every chunk the normalizer may have to change: one with
+    tool calls, a finish reason that is not null, an error, or text in ``text_keys`` (when
+    markup extraction is on). One regex search in C costs less than any parse."""
+    alternatives = [
+        rb'"tool_calls"',
+        rb'"error"',
+        rb'"finish_reason"[ \t\r\n]*+:[ \t\r\n]*+(?!null)',
+        *(
+            rb'"' + re.escape(key.encode()) + rb'"[ \t\r\n]*+:[ \t\r\n]*+"(?!")'
+            for key in text_keys
+        ),
+    ]
+    return re.compile(b"|".join(alternatives))

@@ -34,7 +34,7 @@ from typing import Final
 import orjson
 
 from proxy.choice import ChoiceNormalizer, Piece, Sink, Slot, Source, StreamContext
-from proxy.chunks import INVALID, JSONObject, dumps, has_non_null, has_text, loads
+from proxy.chunks import INVALID, JSONObject, dumps, interest_pattern, loads
 from proxy.completion import normalize_completion
 from proxy.ids import IdPool
 from proxy.options import NormalizeOptions, RequestInfo
@@ -74,7 +74,7 @@ class StreamNormalizer:
         )
         self.repairs: Counter[str] = self._ctx.repairs
         self.dropped_arguments: list[str] = self._ctx.dropped
-        self._text_keys = tuple(f'"{key}"'.encode() for key in extract)
+        self._interesting = interest_pattern(extract)
         self._choices: dict[int, ChoiceNormalizer] = {}
         self._queue: deque[bytes | Slot] = deque()  # output behind a held call
         self._raw = False  # gave up rewriting: everything goes out as it came
@@ -97,7 +97,7 @@ class StreamNormalizer:
         if data == b"[DONE]":
             return self._done_event(item)
         self._data_seen = True
-        if self._raw or not self._worth_parsing(data):
+        if self._raw or self._interesting.search(data) is None:
             return self._send([item.raw])
         return self._chunk(item, data)
 
@@ -115,14 +115,6 @@ class StreamNormalizer:
 
     # -- events ------------------------------------------------------------------------------
 
-    def _worth_parsing(self, data: bytes) -> bool:
-        return (
-            b'"tool_calls"' in data
-            or has_non_null(data, b'"finish_reason"')
-            or b'"error"' in data
-            or any(has_text(data, key) for key in self._text_keys)
-        )
-
     def _chunk(self, event: Event, data: bytes) -> list[bytes]:
         obj = loads(data)
         if not isinstance(obj, dict):
@@ -132,10 +124,16 @@ class StreamNormalizer:
         choices = obj.get("choices")
         if not isinstance(choices, list) or not choices:
             return self._send([event.raw])
+        source = Source(event, obj)
+        only = choices[0] if len(choices) == 1 else None
+        if isinstance(only, dict):
+            index = only.get("index", 0)
+            known = self._choices.get(index) if type(index) is int else None
+            if known is not None and known.take_canonical_fragment(only, source):
+                return self._send([event.raw])
         reads = _read_choices(choices)
         if reads is None:
             return self._send([event.raw])
-        source = Source(event, obj)
         own: list[list[Piece]] = []
         slots: list[Slot] = []
         for position, (choice, tool) in enumerate(zip(choices, reads, strict=True)):
