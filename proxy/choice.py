@@ -679,6 +679,8 @@ class ChoiceNormalizer:
                 case CallArgs(text=text):
                     if call is not None and text:
                         self._input(call, CallInput.ARGS, text, sink)
+                    elif text:  # outside a call (a dialect bug): keep the text as text
+                        sink.put(self._piece({key: text}))
                 case CallClose(error=error):
                     if error is not None:
                         self._record(Repair.MARKUP_BROKEN)

@@ -94,7 +94,7 @@ class StreamNormalizer:
             if item.fields and not self._raw:
                 return self._send(self._error_field(item))
             return self._send([item.raw])
-        if data == b"[DONE]":
+        if data[:6] == b"[DONE]" and not data[6:].strip():
             return self._done_event(item)
         self._data_seen = True
         if self._raw or self._interesting.search(data) is None:

@@ -14,12 +14,12 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from proxy.normalize import NormalizeOptions, RequestInfo
 from tests.normalize_helpers import cut, run
-from tests.stream_strategies import Drawn, streams, text_streams
+from tests.stream_strategies import CANONICAL, Call, Choice, Drawn, streams, text_streams
 from tests.strict_checker import check, events, reconstruct
 
 FORMS = ["S1", "S2"]
@@ -28,6 +28,65 @@ GOLDEN_INPUTS = sorted((Path(__file__).parent / "golden").glob("*.in.sse"))
 EXAMPLES = int(os.environ.get("NORMALIZER_EXAMPLES", "150"))
 PROPERTY = settings(
     max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+def sse(*choices: dict[str, Any]) -> bytes:
+    """One chunk per choice object, in a fixed envelope (for the pinned examples)."""
+    envelope = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    return b"".join(
+        b"data: "
+        + json.dumps({**envelope, "choices": [c]}, separators=(",", ":")).encode()
+        + b"\n\n"
+        for c in choices
+    )
+
+
+def choice(delta: dict[str, Any], finish: str | None = None, index: int = 0) -> dict[str, Any]:
+    return {"index": index, "delta": delta, "finish_reason": finish}
+
+
+def opening(index: int, name: str, args: str = "", **entry: Any) -> dict[str, Any]:
+    function = {"name": name, "arguments": args}
+    return {"tool_calls": [{"index": index, **entry, "function": function}]}
+
+
+def fragment(index: int, text: str) -> dict[str, Any]:
+    return {"tool_calls": [{"index": index, "function": {"arguments": text}}]}
+
+
+# Shrunk failures, pinned. S2 once sent a complete call before an earlier one still open:
+S2_ORDER = Drawn(
+    sse(
+        choice({"role": "assistant", "content": None}),
+        choice(opening(0, "get_weather", type="function")),
+        choice(opening(1, "get_time", type="function")),
+        choice(fragment(1, "{}")),
+        choice({}, "tool_calls"),
+    ),
+    [
+        Choice(
+            0, [], [], [Call("get_weather", None, ""), Call("get_time", None, "{}")], "tool_calls"
+        )
+    ],
+    {**CANONICAL, "done": False},
+)
+# A held {} call split from its delta's role, and let another choice's chunk overtake it:
+HELD_WITH_ROLE = sse(
+    choice({"role": "assistant", "content": None}),
+    choice({"role": "assistant", **opening(0, "get_weather", type="function")}, "tool_calls"),
+)
+HELD_OVERTAKEN = sse(
+    choice({"role": "assistant", "content": None}, index=1),
+    choice({"content": "0"}),
+    choice(opening(0, "get_weather", "{}", type="function"), index=1),
+    choice(opening(1, "get_weather", "{}", type="function"), index=1),
+    choice({}, "stop"),
+    choice({}, "tool_calls", index=1),
+)
+NAMELESS_WITH_ROLE = sse(
+    choice({"role": "assistant", **opening(0, "", type="function")}),
+    choice({"role": "assistant", **opening(0, "get_weather", "{}")}, "tool_calls"),
 )
 
 
@@ -61,6 +120,7 @@ def assert_client_sees(drawn: Drawn, out: bytes) -> None:
 
 @PROPERTY
 @given(streams(), st.sampled_from(FORMS))
+@example(S2_ORDER, "S2")
 def test_quirky_streams_come_out_canonical_with_every_argument_byte(drawn, form):
     out, normalizer = normalize(drawn.body, form)
     assert check(out, form=form) == []
@@ -77,6 +137,9 @@ def test_output_is_the_same_however_the_upstream_bytes_are_cut(drawn, form, poin
 
 @PROPERTY
 @given(streams(), st.sampled_from(FORMS))
+@example(Drawn(HELD_WITH_ROLE, []), "S2")
+@example(Drawn(HELD_OVERTAKEN, []), "S1")
+@example(Drawn(NAMELESS_WITH_ROLE, []), "S1")
 def test_normalizing_twice_changes_nothing(drawn, form):
     once, _ = normalize(drawn.body, form)
     twice, normalizer = normalize(once, form)
