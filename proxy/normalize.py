@@ -15,6 +15,9 @@ Rules kept at this level (the per-choice work is in proxy/choice.py):
   system_fingerprint, unknown fields) and changes only what the repair needs. When one chunk
   becomes several, its usage goes only on the last (clients may add usages up) and its
   logprobs only on the first.
+* Output keeps the upstream's order. A chunk is held only while what it needs is missing (a
+  call's name, Q14; whether ``"{}"`` is a placeholder, until the call's next event; in S2,
+  the rest of a call), and whatever comes after it waits behind it, so nothing overtakes.
 * ``[DONE]`` and a clean end send what is held and the finish chunk the upstream never sent
   (Q25); a clean end without ``[DONE]`` gets one (Q27). An end that is not clean sends what
   is held and nothing else: the shell then aborts the client's connection.
@@ -77,6 +80,7 @@ class StreamNormalizer:
         self._interesting = interest_pattern(extract)
         self._choices: dict[int, ChoiceNormalizer] = {}
         self._queue: deque[bytes | Slot] = deque()  # output behind a held call
+        self._queued = 0  # bytes in the queue, counted toward max_held_bytes
         self._raw = False  # gave up rewriting: everything goes out as it came
         self._blind = False  # the decoder stopped parsing (an oversize event)
         self._tail = False  # the stream ended inside an event
@@ -87,6 +91,12 @@ class StreamNormalizer:
 
     def feed(self, item: Event | RawBytes) -> list[bytes]:
         """The bytes to write to the client for one decoded item, in order."""
+        out = self._feed(item)
+        if not self._raw and self._ctx.held + self._queued > self.options.max_held_bytes:
+            out += self._give_up()
+        return out
+
+    def _feed(self, item: Event | RawBytes) -> list[bytes]:
         if isinstance(item, RawBytes):
             return self._raw_bytes(item)
         data = item.data
@@ -140,16 +150,14 @@ class StreamNormalizer:
             sink = Sink(source)
             own.append(self._choice(choice, position, source).process(choice, tool, sink))
             slots += sink.new_slots()
-        out = self._send(self._render_own(source, choices, own), slots)
-        if self._ctx.held > self.options.max_held_bytes:
-            out += self._give_up()
-        return out
+        return self._send(self._render_own(source, choices, own), slots)
 
     def _send(self, out: list[bytes], slots: list[Slot] | None = None) -> list[bytes]:
         """Output in the upstream's order: whatever comes after a held call waits behind it."""
         if not self._queue and not slots:
             return out
         self._queue.extend(out)
+        self._queued += sum(map(len, out))
         if slots:
             self._queue.extend(slots)
         sent: list[bytes] = []
@@ -162,6 +170,7 @@ class StreamNormalizer:
                 sent += [self._render_released(piece) for piece in head.pieces]
             else:
                 sent.append(head)
+                self._queued -= len(head)
             queue.popleft()
         return sent
 

@@ -433,3 +433,17 @@ def test_the_core_imports_no_io_library():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_output_waiting_behind_a_held_call_counts_toward_the_cap():
+    n = normalizer(max_held_bytes=300)
+    held = chunk(calls(entry(0, "call_1", None, "{}")), index=1)
+    others = [chunk({"content": "y" * 100}) for _ in range(4)]
+    sent = feed_each(n, held, *others)
+    assert sent[:2] == [[], []]  # waiting behind the nameless call of choice 1
+    assert n.repairs["cap-reached"] == 1
+    flat = [b for piece in sent for b in piece]
+    assert deltas(flat[:1]) == [
+        calls({"index": 0, "id": "call_1", "type": "function", "function": {"arguments": "{}"}})
+    ]
+    assert flat[1:] == others
