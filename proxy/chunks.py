@@ -25,6 +25,7 @@ class _Invalid:
 
 
 INVALID: Final = _Invalid()
+_MAX_WRITE_DEPTH: Final = 254
 
 
 def loads(data: bytes | str) -> object:
@@ -37,6 +38,18 @@ def loads(data: bytes | str) -> object:
 
 def dumps(value: object) -> bytes:
     return orjson.dumps(value)
+
+
+def writable(value: object, data: bytes) -> bool:
+    """Whether ``value`` (parsed from ``data``) can be written back: orjson reads nesting
+    deeper than it writes (254 levels). Counting brackets settles almost every chunk."""
+    if data.count(b"{") + data.count(b"[") <= _MAX_WRITE_DEPTH:
+        return True
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return False
+    return True
 
 
 def dumps_text(value: object) -> str:

@@ -34,10 +34,8 @@ from collections import Counter, deque
 from collections.abc import Callable
 from typing import Final
 
-import orjson
-
 from proxy.choice import ChoiceNormalizer, Piece, Sink, Slot, Source, StreamContext
-from proxy.chunks import INVALID, JSONObject, dumps, interest_pattern, loads
+from proxy.chunks import INVALID, JSONObject, dumps, interest_pattern, loads, writable
 from proxy.completion import normalize_completion
 from proxy.ids import IdPool
 from proxy.options import NormalizeOptions, RequestInfo
@@ -127,7 +125,7 @@ class StreamNormalizer:
 
     def _chunk(self, event: Event, data: bytes) -> list[bytes]:
         obj = loads(data)
-        if not isinstance(obj, dict):
+        if not isinstance(obj, dict) or not writable(obj, data):
             return self._send([event.raw])
         if "error" in obj:
             self._error_seen = True
@@ -274,11 +272,7 @@ class StreamNormalizer:
 
     @staticmethod
     def _encode(chunk: JSONObject, event: Event) -> bytes:
-        try:
-            return encode_event(dumps(chunk), event=event.event)
-        except orjson.JSONEncodeError:
-            # orjson reads deeper nesting than it writes; such a chunk goes out as it came
-            return event.raw
+        return encode_event(dumps(chunk), event=event.event)
 
 
 def _read_choices(

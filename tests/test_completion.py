@@ -195,3 +195,18 @@ def test_a_call_of_unknown_shape_leaves_the_calls_as_they_are():
     choice = choice_of(out)
     assert choice["message"]["tool_calls"] == calls
     assert choice["finish_reason"] == "tool_calls"  # the finish still follows the calls
+
+
+def test_a_body_too_deep_to_write_back_comes_back_as_it_was():
+    deep: Any = {}
+    for _ in range(300):
+        deep = {"d": deep}
+    body = completion(
+        {
+            "role": "assistant",
+            "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{}"}}],
+        },
+        "stop",
+        deep=deep,
+    )
+    assert fix(body) == (body, {})

@@ -447,3 +447,12 @@ def test_output_waiting_behind_a_held_call_counts_toward_the_cap():
         calls({"index": 0, "id": "call_1", "type": "function", "function": {"arguments": "{}"}})
     ]
     assert flat[1:] == others
+
+
+def test_a_chunk_too_deep_to_write_back_goes_out_as_it_came():
+    deep: Any = {}
+    for _ in range(300):
+        deep = {"d": deep}
+    body = chunk(calls(entry(0, "call_1", "f", "{")), deep=deep)
+    n = normalizer()
+    assert feed_each(n, body) == [[body]]
