@@ -1,4 +1,6 @@
-"""Chat-completion chunks at the edge: orjson in and out, and cheap looks at raw bytes.
+"""Chat-completion chunks at the edge: orjson in and out, cheap looks at raw bytes, and the
+two questions asked of argument text (is it one complete JSON value; is it the beginning of
+another text).
 
 Chunks stay plain dicts (``JSONObject``): the normalizer must carry every field it does not
 know, so a schema would only get in the way. The byte checks let the hot path decide whether
@@ -83,3 +85,32 @@ def interest_pattern(text_keys: Sequence[str]) -> re.Pattern[bytes]:
         ),
     ]
     return re.compile(b"|".join(alternatives))
+
+
+def json_prefix_end(kept: str, fragment: str) -> int | None:
+    """Where ``kept`` ends inside ``fragment``, matching JSON text with whitespace outside
+    strings ignored on both sides; None when ``kept`` is not the fragment's beginning."""
+    i = j = 0
+    in_string = escaped = False
+    n, m = len(kept), len(fragment)
+    while i < n:
+        c = kept[i]
+        if not in_string and c in " \t\r\n":
+            i += 1
+            continue
+        while j < m and not in_string and fragment[j] in " \t\r\n":
+            j += 1
+        if j >= m or fragment[j] != c:
+            return None
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        i += 1
+        j += 1
+    return j

@@ -34,11 +34,12 @@ from collections import Counter, deque
 from collections.abc import Callable
 from typing import Final
 
-from proxy.choice import ChoiceNormalizer, Piece, Sink, Slot, Source, StreamContext
+from proxy.choice import ChoiceNormalizer
 from proxy.chunks import INVALID, JSONObject, dumps, interest_pattern, loads, writable
 from proxy.completion import normalize_completion
 from proxy.ids import IdPool
 from proxy.options import NormalizeOptions, RequestInfo
+from proxy.pieces import Piece, Sink, Slot, Source, StreamContext
 from proxy.repairs import Repair
 from proxy.sse import DONE, Event, RawBytes, encode_event
 from proxy.tooldelta import ToolDelta, read_tool_calls
