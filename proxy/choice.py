@@ -19,97 +19,20 @@ name does not block the others (Q11). A piece keeps the upstream chunk it belong
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
 from typing import Final
 
 from proxy import dialects
-from proxy.chunks import INVALID, JSONObject, complete_json
+from proxy.chunks import INVALID, JSONObject, complete_json, json_prefix_end
 from proxy.dialects.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
 from proxy.errors import DialectError
-from proxy.ids import IdPool
+from proxy.pieces import HELD, Call, Piece, Sink, Source, StreamContext
 from proxy.repairs import Repair, markup_kind
-from proxy.sse import Event
 from proxy.toolcall_state import S1, S2, Action, CallInput, CallState, Table, transition
 from proxy.tooldelta import ToolDelta
 
 _TEXT_KEYS: Final = ("content", "reasoning_content", "reasoning", "refusal")
 _FINISH_MAP: Final = {"eos_token": "stop", "end_turn": "stop"}  # Q24; "" is handled apart
 _AFTER_VALUE_COULD_FOLLOW: Final = frozenset(":[,")
-
-
-@dataclass(eq=False, slots=True)
-class Source:
-    """One upstream chunk, as the envelope of whatever is sent from it."""
-
-    event: Event
-    chunk: JSONObject
-    silent: bool = False  #: the chunk sent nothing of its own (everything in it was held)
-
-
-@dataclass(eq=False, slots=True)
-class Piece:
-    """One output delta of one choice, with the upstream chunk and choice it goes out as."""
-
-    source: Source
-    choice: JSONObject
-    delta: JSONObject | None  #: None keeps the upstream choice's delta as it was
-    finish: object = None
-
-
-@dataclass(slots=True)
-class StreamContext:
-    """What the choices of one stream share."""
-
-    coalesce: bool
-    extract: tuple[str, ...]  #: text fields to run markup extraction on; () = off
-    dialect_names: tuple[str, ...]
-    tools: list[JSONObject]
-    fallback_name: str | None  #: the name a nameless call must have, from the request
-    ids: IdPool
-    repairs: Counter[str] = field(default_factory=Counter)
-    dropped: list[str] = field(default_factory=list)
-    held: int = 0  #: characters held or kept for checking, across the stream
-
-
-@dataclass(eq=False, slots=True)
-class Call:
-    origin: Source  #: the chunk the call first appeared in
-    origin_choice: JSONObject
-    key: int | str | None
-    upstream_id: str | None
-    from_markup: bool = False
-    name: str | None = None
-    state: CallState = CallState.NAMELESS
-    id: str | None = None  #: the id the client sees, set when the opening is built
-    index: int | None = None  #: the index the client sees, set when the opening is built
-    args: list[str] = field(default_factory=list)  #: argument text kept (held or for Q17)
-    args_len: int = 0  #: all argument text accepted, including text no longer kept
-    waited: bool = False  #: entries were held before the name came (Q14)
-    placeholder: Piece | None = None  #: S1: the opening held back with "{}"
-    placeholder_args: bool = False  #: S2: the collected text is only a "{}" placeholder
-    has_type: bool = False
-    had_args_key: bool = False
-    extras: JSONObject = field(default_factory=dict)
-    fn_extras: JSONObject = field(default_factory=dict)
-
-    def text(self) -> str:
-        return "".join(self.args)
-
-
-class _Sink:
-    """Where pieces go while one chunk (or the end of the stream) is handled."""
-
-    __slots__ = ("own", "prelude", "source")
-
-    def __init__(self, source: Source | None, prelude: list[Piece]) -> None:
-        self.source = source
-        self.own: list[Piece] = []
-        self.prelude = prelude
-
-    def put(self, piece: Piece) -> None:
-        # Pieces of earlier chunks go out before the chunk being handled, in their own envelope.
-        (self.own if piece.source is self.source else self.prelude).append(piece)
 
 
 class ChoiceNormalizer:
@@ -127,8 +50,7 @@ class ChoiceNormalizer:
         self._choice = choice
         self._extractors: dict[str, Extractor | None] = {}
         self._markup_call: dict[str, Call | None] = {}
-        self._pending: dict[str, int] = {}  # text an extractor may be holding, per field
-        self._unreturned: dict[str, list[str]] = {}
+        self._held_text: dict[str, str] = {}  # what an extractor holds, as far as known
         self._extracting = bool(stream.extract)
 
     # -- one chunk -------------------------------------------------------------------------
@@ -137,12 +59,12 @@ class ChoiceNormalizer:
         self,
         choice: JSONObject,
         tool: tuple[list[ToolDelta], list[Repair]] | None,
-        source: Source,
-        prelude: list[Piece],
+        sink: Sink,
     ) -> list[Piece]:
-        """The pieces this chunk sends for this choice; released older pieces go to prelude."""
-        self._source, self._choice = source, choice
-        sink = _Sink(source, prelude)
+        """The pieces this chunk sends for this choice; what it releases of older chunks goes
+        to the held calls' slots."""
+        assert sink.source is not None
+        self._source, self._choice = sink.source, choice
         delta = choice.get("delta")
         head: JSONObject | None = None
         if isinstance(delta, dict):
@@ -162,17 +84,57 @@ class ChoiceNormalizer:
             if finish == "stop" and self._sent_calls:
                 self._record(Repair.FINISH_STOP_WITH_CALLS)
                 finish = "tool_calls"
-        pieces = self._with_head(head, sink.own, delta)
+        pieces = self._with_head(head, sink, delta)
         if finish is not None:
             self._attach_finish(finish, pieces, delta, had_calls=bool(tool and tool[0]))
             self.finished = finish
         return pieces
 
-    def _with_head(self, head: JSONObject | None, own: list[Piece], delta: object) -> list[Piece]:
+    def take_canonical_fragment(self, choice: JSONObject, source: Source) -> bool:
+        """The hot path: a canonical argument fragment of a call already open under the same
+        index goes out as it came, with only the bookkeeping ``process`` would do. False when
+        the chunk is anything else; ``process`` then handles it."""
+        delta = choice.get("delta")
+        if type(delta) is not dict or len(delta) != 1 or choice.get("finish_reason") is not None:
+            return False
+        entries = delta.get("tool_calls")
+        if type(entries) is not list or len(entries) != 1:
+            return False
+        entry = entries[0]
+        if type(entry) is not dict or len(entry) != 2:
+            return False
+        key, function = entry.get("index"), entry.get("function")
+        if type(key) is not int or type(function) is not dict or len(function) != 1:
+            return False
+        text = function.get("arguments")
+        call = self._by_key.get(key)
+        if (
+            type(text) is not str
+            or call is None
+            or call.state is not CallState.OPEN
+            or call.index != key
+            or self._extracting
+            or complete_json(text) is not INVALID  # maybe a re-sent copy (Q17)
+            or any(c.state is CallState.PLACEHOLDER for c in self._calls)
+        ):
+            return False
+        self._source, self._choice, self._last = source, choice, call
+        self._keep(call, text)
+        return True
+
+    def _with_head(self, head: JSONObject | None, sink: Sink, delta: object) -> list[Piece]:
         """Put the delta's other fields (role, text, unknown ones) in front of the pieces."""
+        own = sink.own
         if head is None:  # no delta at all (Q29), or not an object: keep it as it is
             return own or [Piece(self._source, self._choice, None)]
         if not own:
+            if head and not _has_text(head) and sink.holding:
+                # the delta's role and such wait for the opening of the call they came with
+                call = sink.holding[0]
+                call.head = head
+                if call.placeholder is not None and call.placeholder.delta is not None:
+                    call.placeholder.delta = {**head, **call.placeholder.delta}
+                return own
             return [self._piece(head)] if head or not delta else own
         first = own[0]
         assert first.delta is not None
@@ -208,16 +170,15 @@ class ChoiceNormalizer:
 
     # -- the end of the stream ---------------------------------------------------------------
 
-    def end_stream(self, prelude: list[Piece], *, complete: bool, synthesize: bool) -> None:
+    def end_stream(self, sink: Sink, *, complete: bool, synthesize: bool) -> None:
         """Send everything held; with ``synthesize``, the finish chunk the upstream never sent."""
-        sink = _Sink(None, prelude)
         self._end_all(sink, complete=complete)
         if synthesize and self._sent_calls and self.finished is None:
             self._record(Repair.NO_FINISH_CHUNK)
-            prelude.append(Piece(self._source, self._choice, {}, "tool_calls"))
+            sink.late.append(Piece(self._source, self._choice, {}, "tool_calls"))
             self.finished = "tool_calls"
 
-    def _end_all(self, sink: _Sink, *, complete: bool) -> None:
+    def _end_all(self, sink: Sink, *, complete: bool) -> None:
         self._stop_extracting(sink)
         for call in self._calls:
             self._input(call, CallInput.END, "", sink, complete=complete)
@@ -229,7 +190,7 @@ class ChoiceNormalizer:
 
     # -- tool-call entries -----------------------------------------------------------------
 
-    def _entries(self, entries: list[ToolDelta], sink: _Sink) -> None:
+    def _entries(self, entries: list[ToolDelta], sink: Sink) -> None:
         touched: list[Call] = []
         for entry in entries:
             call = self._locate(entry)
@@ -310,18 +271,20 @@ class ChoiceNormalizer:
         tail = kept.rstrip()
         if not tail or tail[-1] in _AFTER_VALUE_COULD_FOLLOW:
             return False
-        end = _prefix_end(kept, td.args)
+        end = json_prefix_end(kept, td.args)
         if end is None:
             if complete_json(kept) != value:
                 return False
             end = len(td.args)
         rest = td.args[end:]
+        if not rest.strip():
+            end, rest = len(td.args), ""
         self._s.dropped.append(td.args[:end])
         self._record(Repair.ARGS_DUPLICATED_AT_END)
-        td.args = rest if rest.strip() else ""
+        td.args = rest
         return True
 
-    def _entry(self, call: Call, td: ToolDelta, sink: _Sink) -> None:
+    def _entry(self, call: Call, td: ToolDelta, sink: Sink) -> None:
         named = call.state is not CallState.NAMELESS
         if named:
             if td.name is not None:  # equal, or _locate would have started a new call
@@ -356,9 +319,19 @@ class ChoiceNormalizer:
             and td.args.rstrip()[-1:] in ("}", "]")
             and complete_json(call.text()) is not INVALID
         ):
+            call.whole = True
+            self._send_whole_calls(sink)
+
+    def _send_whole_calls(self, sink: Sink) -> None:
+        """S2: calls go out whole as soon as they are, but never before an earlier call."""
+        for call in self._calls:
+            if call.state is CallState.OPEN:
+                continue
+            if call.state is not CallState.COLLECTING or not call.whole:
+                return
             self._input(call, CallInput.COMPLETE, "", sink)
 
-    def _release_others(self, call: Call, sink: _Sink) -> None:
+    def _release_others(self, call: Call, sink: Sink) -> None:
         """A held placeholder goes out as it is once another call of the choice moves on."""
         for other in self._calls:
             if other is not call and other.state is CallState.PLACEHOLDER:
@@ -371,13 +344,18 @@ class ChoiceNormalizer:
         call: Call,
         event: CallInput,
         text: str,
-        sink: _Sink,
+        sink: Sink,
         *,
         complete: bool = True,
         extras: tuple[JSONObject, JSONObject] | None = None,
     ) -> None:
         state, action = transition(self._table, call.state, event)
         call.state = state
+        if state in HELD:
+            if call.slot is None and call not in sink.holding:
+                sink.holding.append(call)
+        elif call.slot is not None:
+            call.slot.done = True
         match action:
             case Action.NOTHING:
                 pass
@@ -397,13 +375,14 @@ class ChoiceNormalizer:
                 assert held is not None
                 if text.lstrip().startswith("{"):
                     self._drop_placeholder(call)
-                    held = self._opening_piece(call, "")
-                sink.put(held)
+                    assert held.delta is not None
+                    held.delta["tool_calls"][0]["function"]["arguments"] = ""
+                sink.put(held, call)
                 self._send_args(call, text, sink, extras)
             case Action.RELEASE:
                 held, call.placeholder = call.placeholder, None
                 assert held is not None
-                sink.put(held)
+                sink.put(held, call)
             case Action.SEND_ARGS:
                 self._send_args(call, text, sink, extras)
             case Action.CLOSE_ARGS:
@@ -424,7 +403,7 @@ class ChoiceNormalizer:
                 if complete and call.args_len == 0:
                     self._record(Repair.EMPTY_ARGUMENTS)
                     self._keep(call, "{}")
-                sink.put(self._opening(call, call.text()))
+                sink.put(self._opening(call, call.text()), call)
 
     def _keep(self, call: Call, text: str) -> None:
         if text:
@@ -457,20 +436,20 @@ class ChoiceNormalizer:
                 self._drop_placeholder(call)
         self._keep(call, text)
 
-    def _open(self, call: Call, action: Action, sink: _Sink) -> None:
+    def _open(self, call: Call, action: Action, sink: Sink) -> None:
         text = call.text()
         if action is Action.OPEN_WHOLE:
-            sink.put(self._opening(call, text))
+            sink.put(self._opening(call, text), call)
             return
-        sink.put(self._opening(call, ""))
+        sink.put(self._opening(call, ""), call)
         if text:
-            sink.put(self._args_piece(call, text, call.origin, call.origin_choice))
+            sink.put(self._args_piece(call, text, call.origin, call.origin_choice), call)
 
     def _send_args(
         self,
         call: Call,
         text: str,
-        sink: _Sink,
+        sink: Sink,
         extras: tuple[JSONObject, JSONObject] | None,
     ) -> None:
         self._keep(call, text)
@@ -501,9 +480,6 @@ class ChoiceNormalizer:
                 self._record(Repair.FIRST_DELTA_WITHOUT_ARGUMENTS)
             if isinstance(call.key, int) and call.key != call.index:
                 self._record(Repair.INDEX_OFFSET)
-        return self._opening_piece(call, args)
-
-    def _opening_piece(self, call: Call, args: str) -> Piece:
         function: JSONObject = {} if call.name is None else {"name": call.name}
         function["arguments"] = args
         function.update(call.fn_extras)
@@ -514,7 +490,8 @@ class ChoiceNormalizer:
             "function": function,
             **call.extras,
         }
-        return Piece(call.origin, call.origin_choice, {"tool_calls": [entry]})
+        delta = {**call.head, "tool_calls": [entry]} if call.head else {"tool_calls": [entry]}
+        return Piece(call.origin, call.origin_choice, delta)
 
     def _args_piece(
         self,
@@ -537,10 +514,10 @@ class ChoiceNormalizer:
 
     # -- markup in text (Q32) ----------------------------------------------------------------
 
-    def _extract_text(self, head: JSONObject, sink: _Sink) -> None:
+    def _extract_text(self, head: JSONObject, sink: Sink) -> None:
         for key in self._s.extract:
             text = head.get(key)
-            if not isinstance(text, str) or not text:
+            if not isinstance(text, str) or not text or not self._extracting:
                 continue
             extractor = self._extractor(key)
             if extractor is None:
@@ -561,29 +538,23 @@ class ChoiceNormalizer:
         if key not in self._extractors:
             self._extractors[key] = dialects.build_extractor(self._s.dialect_names, self._s.tools)
             self._markup_call[key] = None
-            self._pending[key] = 0
-            self._unreturned[key] = []
+            self._held_text[key] = ""
         return self._extractors[key]
 
     def _account(self, key: str, text: str, segments: list[Segment]) -> None:
-        """Track what an extractor may be holding, for the stream's cap."""
-        returned = 0
-        for seg in segments:
-            if isinstance(seg, Text | CallArgs):
-                returned += len(seg.text)
-            elif isinstance(seg, CallOpen):
-                returned += len(seg.name)
-            else:
-                returned = self._pending[key] + len(text)  # the markup is consumed
-        pending = max(0, self._pending[key] + len(text) - returned)
-        self._s.held += pending - self._pending[key]
-        self._pending[key] = pending
-        if segments:
-            self._unreturned[key] = []
+        """Follow the text an extractor holds: for the stream's cap, and to give it back if the
+        extractor fails. Plain text answers are matched against what was fed; once markup was
+        consumed the held part is unknown and counted as nothing (dialects hold little then)."""
+        held = self._held_text[key] + text
+        if all(isinstance(seg, Text) for seg in segments):
+            returned = "".join(seg.text for seg in segments if isinstance(seg, Text))
+            held = held[len(returned) :] if held.startswith(returned) else ""
         else:
-            self._unreturned[key].append(text)
+            held = ""
+        self._s.held += len(held) - len(self._held_text[key])
+        self._held_text[key] = held
 
-    def _segments(self, key: str, segments: list[Segment], sink: _Sink) -> None:
+    def _segments(self, key: str, segments: list[Segment], sink: Sink) -> None:
         for seg in segments:
             call = self._markup_call.get(key)
             match seg:
@@ -603,40 +574,46 @@ class ChoiceNormalizer:
                 case CallArgs(text=text):
                     if call is not None and text:
                         self._input(call, CallInput.ARGS, text, sink)
+                    elif text:  # outside a call (a dialect bug): keep the text as text
+                        sink.put(self._piece({key: text}))
                 case CallClose(error=error):
                     if error is not None:
                         self._record(Repair.MARKUP_BROKEN)
-                    if call is not None:
+                    if call is not None and call.state is CallState.COLLECTING:
+                        call.whole = True
+                        self._send_whole_calls(sink)
+                    elif call is not None:
                         self._input(call, CallInput.END, "", sink)
                     self._markup_call[key] = None
 
-    def _stop_extracting(self, sink: _Sink) -> None:
-        """Close the extractors: the end of the choice, or structured calls arrived."""
-        if not self._extracting:
-            return
+    def _stop_extracting(self, sink: Sink) -> None:
+        """Close the extractors: the end of the choice, or structured calls arrived (Q32 is
+        for upstreams whose parser is off, and a second copy of a call must not appear)."""
         self._extracting = False
         for key, extractor in self._extractors.items():
             if extractor is None:
                 continue
+            self._extractors[key] = None
             try:
                 segments = extractor.close()
             except DialectError:
                 self._dialect_failed(key, "", sink)
                 continue
-            self._s.held -= self._pending[key]
-            self._pending[key] = 0
+            self._s.held -= len(self._held_text[key])
+            self._held_text[key] = ""
             self._segments(key, segments, sink)
 
-    def _dialect_failed(self, key: str, text: str, sink: _Sink) -> None:
-        # Fail open: what the extractor was given since it last answered goes out as text.
+    def _dialect_failed(self, key: str, text: str, sink: Sink) -> None:
+        """Fail open: the text the extractor held (as far as known) and the text it choked on
+        go out as text, and extraction stops for the choice."""
         self._record(Repair.DIALECT_ERROR)
-        self._extracting = False
-        self._extractors = dict.fromkeys(self._extractors)
-        lost = "".join(self._unreturned.get(key, ())) + text
-        self._s.held -= self._pending.get(key, 0)
-        self._pending[key] = 0
+        self._extractors[key] = None
+        lost = self._held_text[key] + text
+        self._s.held -= len(self._held_text[key])
+        self._held_text[key] = ""
         if lost:
             sink.put(self._piece({key: lost}))
+        self._stop_extracting(sink)
 
     def _record(self, repair: Repair) -> None:
         self._s.repairs[repair] += 1
@@ -662,32 +639,3 @@ def _opening_input(args: str) -> CallInput:
 
 def _has_text(delta: JSONObject) -> bool:
     return any(isinstance(delta.get(k), str) and delta[k] for k in _TEXT_KEYS)
-
-
-def _prefix_end(kept: str, fragment: str) -> int | None:
-    """Where ``kept`` ends inside ``fragment``, matching JSON text with whitespace outside
-    strings ignored on both sides; None when ``kept`` is not the fragment's beginning."""
-    i = j = 0
-    in_string = escaped = False
-    n, m = len(kept), len(fragment)
-    while i < n:
-        c = kept[i]
-        if not in_string and c in " \t\r\n":
-            i += 1
-            continue
-        while j < m and not in_string and fragment[j] in " \t\r\n":
-            j += 1
-        if j >= m or fragment[j] != c:
-            return None
-        if in_string:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
-            elif c == '"':
-                in_string = False
-        elif c == '"':
-            in_string = True
-        i += 1
-        j += 1
-    return j

@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
+import orjson
+
 from proxy import dialects
 from proxy.chunks import JSONObject, dumps, loads
 from proxy.dialects.base import CallArgs, CallClose, CallOpen, Segment, Text
@@ -47,7 +49,10 @@ def normalize_completion(
             changed = True
     if not changed:
         return body, Counter()
-    return dumps(obj), repairs
+    try:
+        return dumps(obj), repairs
+    except orjson.JSONEncodeError:  # orjson reads deeper nesting than it writes: fail open
+        return body, Counter()
 
 
 class _Fixer:

@@ -15,6 +15,9 @@ Rules kept at this level (the per-choice work is in proxy/choice.py):
   system_fingerprint, unknown fields) and changes only what the repair needs. When one chunk
   becomes several, its usage goes only on the last (clients may add usages up) and its
   logprobs only on the first.
+* Output keeps the upstream's order. A chunk is held only while what it needs is missing (a
+  call's name, Q14; whether ``"{}"`` is a placeholder, until the call's next event; in S2,
+  the rest of a call), and whatever comes after it waits behind it, so nothing overtakes.
 * ``[DONE]`` and a clean end send what is held and the finish chunk the upstream never sent
   (Q25); a clean end without ``[DONE]`` gets one (Q27). An end that is not clean sends what
   is held and nothing else: the shell then aborts the client's connection.
@@ -27,15 +30,16 @@ for a bug (a transition missing from proxy/toolcall_state.py).
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from typing import Final
 
-from proxy.choice import ChoiceNormalizer, Piece, Source, StreamContext
-from proxy.chunks import INVALID, JSONObject, dumps, has_non_null, has_text, loads
+from proxy.choice import ChoiceNormalizer
+from proxy.chunks import INVALID, JSONObject, dumps, interest_pattern, loads, writable
 from proxy.completion import normalize_completion
 from proxy.ids import IdPool
 from proxy.options import NormalizeOptions, RequestInfo
+from proxy.pieces import Piece, Sink, Slot, Source, StreamContext
 from proxy.repairs import Repair
 from proxy.sse import DONE, Event, RawBytes, encode_event
 from proxy.tooldelta import ToolDelta, read_tool_calls
@@ -72,8 +76,10 @@ class StreamNormalizer:
         )
         self.repairs: Counter[str] = self._ctx.repairs
         self.dropped_arguments: list[str] = self._ctx.dropped
-        self._text_keys = tuple(f'"{key}"'.encode() for key in extract)
+        self._interesting = interest_pattern(extract)
         self._choices: dict[int, ChoiceNormalizer] = {}
+        self._queue: deque[bytes | Slot] = deque()  # output behind a held call
+        self._queued = 0  # bytes in the queue, counted toward max_held_bytes
         self._raw = False  # gave up rewriting: everything goes out as it came
         self._blind = False  # the decoder stopped parsing (an oversize event)
         self._tail = False  # the stream ended inside an event
@@ -84,18 +90,24 @@ class StreamNormalizer:
 
     def feed(self, item: Event | RawBytes) -> list[bytes]:
         """The bytes to write to the client for one decoded item, in order."""
+        out = self._feed(item)
+        if not self._raw and self._ctx.held + self._queued > self.options.max_held_bytes:
+            out += self._give_up()
+        return out
+
+    def _feed(self, item: Event | RawBytes) -> list[bytes]:
         if isinstance(item, RawBytes):
             return self._raw_bytes(item)
         data = item.data
         if data is None:
             if item.fields and not self._raw:
-                return self._error_field(item)
-            return [item.raw]
-        if data == b"[DONE]":
+                return self._send(self._error_field(item))
+            return self._send([item.raw])
+        if data[:6] == b"[DONE]" and not data[6:].strip():
             return self._done_event(item)
         self._data_seen = True
-        if self._raw or not self._worth_parsing(data):
-            return [item.raw]
+        if self._raw or self._interesting.search(data) is None:
+            return self._send([item.raw])
         return self._chunk(item, data)
 
     def close(self, *, complete: bool) -> list[bytes]:
@@ -103,7 +115,8 @@ class StreamNormalizer:
         if self._closed:
             return []
         self._closed = True
-        out = [] if self._raw else self._end(complete=complete)
+        # after a tail cut inside an event, any byte added would join that event
+        out = [] if self._raw or self._tail else self._end(complete=complete)
         if complete and not self._done and self._data_seen and not (self._blind or self._tail):
             self.repairs[Repair.MISSING_DONE] += 1
             out.append(DONE)
@@ -111,37 +124,54 @@ class StreamNormalizer:
 
     # -- events ------------------------------------------------------------------------------
 
-    def _worth_parsing(self, data: bytes) -> bool:
-        return (
-            b'"tool_calls"' in data
-            or has_non_null(data, b'"finish_reason"')
-            or b'"error"' in data
-            or any(has_text(data, key) for key in self._text_keys)
-        )
-
     def _chunk(self, event: Event, data: bytes) -> list[bytes]:
         obj = loads(data)
-        if not isinstance(obj, dict):
-            return [event.raw]
+        if not isinstance(obj, dict) or not writable(obj, data):
+            return self._send([event.raw])
         if "error" in obj:
             self._error_seen = True
         choices = obj.get("choices")
         if not isinstance(choices, list) or not choices:
-            return [event.raw]
+            return self._send([event.raw])
+        source = Source(event, obj)
+        only = choices[0] if len(choices) == 1 else None
+        if isinstance(only, dict):
+            index = only.get("index", 0)
+            known = self._choices.get(index) if type(index) is int else None
+            if known is not None and known.take_canonical_fragment(only, source):
+                return self._send([event.raw])
         reads = _read_choices(choices)
         if reads is None:
-            return [event.raw]
-        source = Source(event, obj)
-        prelude: list[Piece] = []
-        own = [
-            self._choice(choice, position, source).process(choice, tool, source, prelude)
-            for position, (choice, tool) in enumerate(zip(choices, reads, strict=True))
-        ]
-        out = [self._render_released(piece) for piece in prelude]
-        out += self._render_own(source, choices, own)
-        if self._ctx.held > self.options.max_held_bytes:
-            out += self._give_up()
-        return out
+            return self._send([event.raw])
+        own: list[list[Piece]] = []
+        slots: list[Slot] = []
+        for position, (choice, tool) in enumerate(zip(choices, reads, strict=True)):
+            sink = Sink(source)
+            own.append(self._choice(choice, position, source).process(choice, tool, sink))
+            slots += sink.new_slots()
+        return self._send(self._render_own(source, choices, own), slots)
+
+    def _send(self, out: list[bytes], slots: list[Slot] | None = None) -> list[bytes]:
+        """Output in the upstream's order: whatever comes after a held call waits behind it."""
+        if not self._queue and not slots:
+            return out
+        self._queue.extend(out)
+        self._queued += sum(map(len, out))
+        if slots:
+            self._queue.extend(slots)
+        sent: list[bytes] = []
+        queue = self._queue
+        while queue:
+            head = queue[0]
+            if isinstance(head, Slot):
+                if not head.done:
+                    break
+                sent += [self._render_released(piece) for piece in head.pieces]
+            else:
+                sent.append(head)
+                self._queued -= len(head)
+            queue.popleft()
+        return sent
 
     def _choice(self, choice: JSONObject, position: int, source: Source) -> ChoiceNormalizer:
         index = choice.get("index")
@@ -154,8 +184,7 @@ class StreamNormalizer:
     def _done_event(self, event: Event) -> list[bytes]:
         out = [] if self._raw else self._end(complete=True)
         self._done = True
-        out.append(event.raw)
-        return out
+        return out + self._send([event.raw])
 
     def _error_field(self, event: Event) -> list[bytes]:
         """Q30: llama.cpp reports errors in an ``error:`` field, which SSE clients ignore."""
@@ -189,11 +218,13 @@ class StreamNormalizer:
 
     def _end(self, *, complete: bool) -> list[bytes]:
         """Send everything held in every choice; with ``complete``, the missing finishes."""
-        prelude: list[Piece] = []
+        late: list[Piece] = []
         synthesize = complete and not self._error_seen
         for key in sorted(self._choices):
-            self._choices[key].end_stream(prelude, complete=complete, synthesize=synthesize)
-        return [self._render_released(piece) for piece in prelude]
+            sink = Sink(None)
+            self._choices[key].end_stream(sink, complete=complete, synthesize=synthesize)
+            late += sink.late
+        return self._send([self._render_released(piece) for piece in late])
 
     # -- output ------------------------------------------------------------------------------
 
@@ -229,7 +260,7 @@ class StreamNormalizer:
         return [self._encode(c, source.event) for c in chunks]
 
     def _render_released(self, piece: Piece) -> bytes:
-        """A piece of an earlier chunk: in that chunk's envelope, as its bytes if unchanged."""
+        """A piece sent after its chunk: in that chunk's envelope, as its bytes if unchanged."""
         source = piece.source
         chunk = _chunk_out(
             source.chunk,

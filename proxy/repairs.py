@@ -57,7 +57,8 @@ class Repair(StrEnum):
     NAME_MISSING = "name-missing"  # a call ended without a name (taken from the request if it can)
 
     # Markup in content (Q32) and failing open
-    MARKUP_IN_CONTENT = "markup-in-content"  # a call extracted from text
+    # a call extracted from text; recorded as "markup-in-content:<dialect>" (markup_kind)
+    MARKUP_IN_CONTENT = "markup-in-content"
     MARKUP_BROKEN = "markup-broken"  # an extracted call whose markup broke or ended early
     DIALECT_ERROR = "dialect-error"  # a dialect raised; extraction stopped for the stream
     CAP_REACHED = "cap-reached"  # max_held_bytes reached: the rest of the stream went raw

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
+import orjson
+
 from proxy.chunks import JSONObject, dumps_text
 from proxy.repairs import Repair
 
@@ -94,7 +96,10 @@ def _read(entry: JSONObject) -> ToolDelta:
     elif isinstance(args_value, str):
         args = args_value
     else:
-        args = dumps_text(args_value)
+        try:
+            args = dumps_text(args_value)
+        except orjson.JSONEncodeError:  # nested deeper than orjson writes
+            raise _Unreadable from None
         repairs.append(Repair.ARGUMENTS_NOT_A_STRING)
     kind = entry.get("type")
     return ToolDelta(
