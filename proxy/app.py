@@ -8,13 +8,17 @@ from typing import Final
 from aiohttp import ClientSession, DummyCookieJar, TCPConnector, hdrs, web
 from aiohttp.typedefs import Middleware
 
+from proxy.accesslog import access_middleware
 from proxy.auth import ClientKeys, auth_middleware
 from proxy.handlers import handle_proxy
 from proxy.keepalive import reuse_tracing
 from proxy.limits import Slots
+from proxy.metrics import METRICS, Metrics, handle_metrics
 from proxy.middlewares import error_middleware, request_id_middleware
+from proxy.normalize import NormalizeOptions
+from proxy.readiness import READINESS, Readiness, handle_ready
 from proxy.routing import Router, Upstream
-from proxy.settings import Settings
+from proxy.settings import Settings, UpstreamSettings
 from proxy.state import STATE, ProxyState, UpstreamConfig
 
 # The proxy's own endpoints live under a prefix that no LLM server uses, so that an upstream's
@@ -30,9 +34,19 @@ def build_upstreams(settings: Settings) -> dict[str, UpstreamConfig]:
             route=Upstream(options.name, options.url, tuple(options.models)),
             options=options,
             authorization=f"Bearer {key}" if key is not None else None,
+            normalize=normalize_options(options, settings) if options.normalize else None,
             slots=Slots(options.name, options.max_concurrent_requests),
         )
     return configs
+
+
+def normalize_options(options: UpstreamSettings, settings: Settings) -> NormalizeOptions:
+    return NormalizeOptions(
+        coalesce=options.output == "coalesced",
+        dialects=options.dialect_names(),
+        extract_from_reasoning=options.extract_from_reasoning,
+        max_held_bytes=settings.limits.max_held_bytes,
+    )
 
 
 async def handle_health(request: web.Request) -> web.Response:
@@ -40,18 +54,24 @@ async def handle_health(request: web.Request) -> web.Response:
 
 
 # Endpoints that stay open when inbound authentication is on: probes carry no credentials.
-PUBLIC: Final = frozenset({handle_health})
+PUBLIC: Final = frozenset({handle_health, handle_ready})
 
 
 def create_app(settings: Settings) -> web.Application:
-    middlewares: list[Middleware] = [request_id_middleware, error_middleware]
-    if settings.auth.enabled:
+    middlewares: list[Middleware] = [
+        request_id_middleware,
+        access_middleware(OWN_PREFIX),
+        error_middleware,
+    ]
+    if settings.auth.enabled:  # innermost: a 401 is logged and shaped like any error
         middlewares.append(auth_middleware(ClientKeys(settings.auth.client_keys()), PUBLIC))
     app = web.Application(
         middlewares=middlewares, client_max_size=settings.limits.max_request_body_bytes
     )
     upstreams = build_upstreams(settings)
     router = Router([u.route for u in upstreams.values()], settings.default_upstream)
+    app[METRICS] = Metrics(upstreams)
+    app[READINESS] = Readiness()
 
     async def client_session(app: web.Application) -> AsyncIterator[None]:
         session = ClientSession(
@@ -75,5 +95,7 @@ def create_app(settings: Settings) -> web.Application:
 
     app.cleanup_ctx.append(client_session)
     app.router.add_get(OWN_PREFIX + "health", handle_health)
+    app.router.add_get(OWN_PREFIX + "ready", handle_ready)
+    app.router.add_get(OWN_PREFIX + "metrics", handle_metrics)
     app.router.add_route("*", "/{tail:.*}", handle_proxy)
     return app

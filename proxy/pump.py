@@ -19,11 +19,13 @@ import asyncio
 import enum
 import logging
 from collections.abc import Callable
+from time import perf_counter
 from typing import Protocol
 
 from aiohttp import ClientError, ClientPayloadError, ClientResponse, web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from proxy.meter import StreamMeter
 from proxy.sse import Event, RawBytes, SSEDecoder
 
 log = logging.getLogger("toolcall_proxy")
@@ -50,8 +52,10 @@ async def pump(
     idle_timeout: float,
     rewriter: StreamRewriter | None = None,
     max_event_bytes: int,
+    meter: StreamMeter | None = None,
 ) -> End:
     """Copy the upstream body to the client until it ends; return how it ended."""
+    meter = StreamMeter() if meter is None else meter
     decoder = SSEDecoder(max_event_bytes=max_event_bytes) if rewriter is not None else None
     was_reset = watch_connection(upstream)
     loop = asyncio.get_running_loop()
@@ -72,10 +76,14 @@ async def pump(
                         end = End.DROPPED
                     break
                 if decoder is None or rewriter is None:
+                    meter.relayed(chunk)
                     await downstream.write(chunk)
                     continue
+                meter.received(chunk)
+                started = perf_counter()
                 passthrough = decoder.passthrough
                 out = [b for item in decoder.feed(chunk) for b in rewriter.feed(item)]
+                meter.processing.append(perf_counter() - started)
                 if decoder.passthrough and not passthrough:
                     log.warning(
                         "an upstream event is larger than limits.max_event_bytes (%d bytes);"
@@ -83,14 +91,20 @@ async def pump(
                         max_event_bytes,
                     )
                 if out:
-                    await downstream.write(b"".join(out))
+                    data = b"".join(out)
+                    meter.sending(data)
+                    await downstream.write(data)
     except TimeoutError:
         end = End.IDLE_TIMEOUT
     if decoder is not None and rewriter is not None:
+        started = perf_counter()
         out = [b for item in decoder.close() for b in rewriter.feed(item)]
         out += rewriter.close(complete=end is End.COMPLETE)
+        meter.processing.append(perf_counter() - started)
         if out:
-            await downstream.write(b"".join(out))
+            data = b"".join(out)
+            meter.sending(data)
+            await downstream.write(data)
     return end
 
 
