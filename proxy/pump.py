@@ -10,7 +10,8 @@ How a stream ends decides what the client sees:
   ``[DONE]``), and the response ends normally;
 * the upstream dropped, stalled past the idle timeout, or broke the framing: everything
   received so far (and whatever the rewriter held) is written, then the caller aborts the
-  client connection so the client sees a truncated stream, never a clean end.
+  client connection so the client sees a truncated stream, never a clean end;
+* the client read nothing for the client write timeout: the caller aborts its connection.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class End(enum.Enum):
     COMPLETE = "complete"  # the upstream body ended as its framing said it would
     DROPPED = "dropped"  # the upstream connection closed or reset mid-body
     IDLE_TIMEOUT = "idle_timeout"  # no upstream bytes for timeouts.idle seconds
+    CLIENT_STALLED = "client_stalled"  # a write waited timeouts.client_write for the client
 
 
 async def pump(
@@ -47,6 +49,7 @@ async def pump(
     downstream: web.StreamResponse,
     *,
     idle_timeout: float,
+    client_write_timeout: float,
     rewriter: StreamRewriter | None = None,
     max_event_bytes: int,
     meter: StreamMeter | None = None,
@@ -57,17 +60,22 @@ async def pump(
     was_reset = watch_connection(upstream)
     loop = asyncio.get_running_loop()
     end = End.COMPLETE
+    reading = True
     try:
         async with asyncio.timeout(None) as deadline:
             while True:
                 deadline.reschedule(loop.time() + idle_timeout)
+                reading = True
                 try:
                     chunk = await upstream.content.readany()
                 except (ClientError, HttpProcessingError):
                     end = End.DROPPED
                     break
-                # The idle timeout watches the upstream only: a slow client is backpressure.
-                deadline.reschedule(None)
+                # A client that reads slowly is backpressure (the upstream waits with it);
+                # one that reads nothing at all for client_write_timeout is given up on, so
+                # that it cannot hold a stream, its memory and its upstream slot forever.
+                deadline.reschedule(loop.time() + client_write_timeout)
+                reading = False
                 if not chunk:
                     if was_reset():
                         end = End.DROPPED
@@ -85,8 +93,8 @@ async def pump(
                     meter.sending(data)
                     await downstream.write(data)
     except TimeoutError:
-        end = End.IDLE_TIMEOUT
-    if decoder is not None and rewriter is not None:
+        end = End.IDLE_TIMEOUT if reading else End.CLIENT_STALLED
+    if decoder is not None and rewriter is not None and end is not End.CLIENT_STALLED:
         started = perf_counter()
         out = [b for item in decoder.close() for b in rewriter.feed(item)]
         out += rewriter.close(complete=end is End.COMPLETE)
@@ -94,7 +102,11 @@ async def pump(
         if out:
             data = b"".join(out)
             meter.sending(data)
-            await downstream.write(data)
+            try:
+                async with asyncio.timeout(client_write_timeout):
+                    await downstream.write(data)
+            except TimeoutError:
+                end = End.CLIENT_STALLED
     return end
 
 
