@@ -203,7 +203,6 @@ Results = dict[str, Outcome]
 @dataclass(frozen=True)
 class Driver:
     name: str
-    library: str
     # Starts the run and returns a function that waits for its results (Node runs overlap).
     start: Callable[[Sequence[Case], str, Callable[[Case], str]], Callable[[], Results]]
     node: bool = False
@@ -285,39 +284,11 @@ def _node(
 
 
 DRIVERS: tuple[Driver, ...] = (
-    Driver(
-        "py-stream",
-        "openai-python chat.completions.stream()",
-        _in_process(py_stream, _openai_client),
-        non_streams=False,
-    ),
-    Driver(
-        "py-state",
-        "openai-python create(stream=True) + ChatCompletionStreamState",
-        _in_process(py_state, _openai_client),
-    ),
-    Driver(
-        "langchain",
-        "langchain-openai ChatOpenAI.bind_tools().stream(), chunks summed",
-        _in_process(langchain, str),
-    ),
-    Driver(
-        "node-openai",
-        "openai-node chat.completions.stream().finalChatCompletion()",
-        _node("node-openai"),
-        node=True,
-    ),
-    Driver(
-        "ai-sdk",
-        "AI SDK streamText, ai 6 + @ai-sdk/openai-compatible 2.x",
-        _node("ai-sdk"),
-        node=True,
-    ),
-    Driver(
-        "ai-sdk-legacy",
-        "AI SDK streamText, ai 5 + @ai-sdk/openai-compatible 1.0.x",
-        _node("ai-sdk-legacy"),
-        node=True,
-    ),
+    Driver("py-stream", _in_process(py_stream, _openai_client), non_streams=False),
+    Driver("py-state", _in_process(py_state, _openai_client)),
+    Driver("langchain", _in_process(langchain, str)),
+    Driver("node-openai", _node("node-openai"), node=True),
+    Driver("ai-sdk", _node("ai-sdk"), node=True),
+    Driver("ai-sdk-legacy", _node("ai-sdk-legacy"), node=True),
 )
 DRIVER_NAMES = frozenset(d.name for d in DRIVERS)

@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from importlib import metadata
 
 from tests.clients.cases import Case
-from tests.clients.drivers import DRIVERS, NODE_MODULES, Driver, Outcome, Results
+from tests.clients.drivers import (
+    DRIVERS,
+    NODE_MODULES,
+    Driver,
+    Outcome,
+    Results,
+    node_missing_reason,
+)
 from tests.clients.proxy_process import ROUTES
 from tests.clients.verdicts import Verdict, judge
 
@@ -97,6 +104,8 @@ class Matrix:
         if notes:
             lines += ["", "What the clients got wrong:", "", *notes]
         lines += ["", "Clients: " + "; ".join(versions())]
+        if reason := node_missing_reason():
+            lines.append(f"Not run: {reason}")
         return "\n".join(lines) + "\n"
 
 
@@ -118,4 +127,6 @@ def versions() -> list[str]:
 
 
 def new_matrix(cases: Sequence[Case]) -> Matrix:
-    return Matrix(cases, DRIVERS)
+    """The matrix of every driver that can run here (the Node ones need node)."""
+    without_node = node_missing_reason() is not None
+    return Matrix(cases, [d for d in DRIVERS if not (d.node and without_node)])
