@@ -68,11 +68,12 @@ def describe(exc: BaseException) -> str:
 # -- openai-python ---------------------------------------------------------------------------
 
 
-def _from_choice(choice: Any, **extra: Any) -> Outcome:
+def _from_choice(choice: Any, error: str | None = None, problems: Sequence[str] = ()) -> Outcome:
     message = choice.message
     calls = message.tool_calls or []
     problems = [
-        f"call {i}: type is {c.type!r}" for i, c in enumerate(calls) if c.type != "function"
+        *problems,
+        *(f"call {i}: type is {c.type!r}" for i, c in enumerate(calls) if c.type != "function"),
     ]
     problems += [
         f"call {i}: function.arguments is a {type(c.function.arguments).__name__}, not a str"
@@ -83,8 +84,8 @@ def _from_choice(choice: Any, **extra: Any) -> Outcome:
         calls=tuple(Call(c.id, c.function.name, c.function.arguments) for c in calls),
         content=message.content or "",
         finish_reason=choice.finish_reason,
-        problems=tuple(problems) + tuple(extra.pop("problems", ())),
-        **extra,
+        error=error,
+        problems=tuple(problems),
     )
 
 
