@@ -19,7 +19,8 @@ const TIMEOUT_MS = 20000;
 function describe(error) {
   if (error === undefined || error === null) return String(error);
   const name = error.name ?? error.constructor?.name ?? 'Error';
-  return `${name}: ${error.message ?? JSON.stringify(error)}`.slice(0, 400);
+  const message = typeof error === 'string' ? error : (error.message ?? JSON.stringify(error));
+  return `${name}: ${message}`.slice(0, 400);
 }
 
 function fromMessage(message, finishReason) {
@@ -46,6 +47,7 @@ async function nodeOpenAI(baseURL, job) {
     model: job.model,
     messages: [{ role: 'user', content: job.prompt }],
     ...(job.tools.length ? { tools: job.tools } : {}),
+    ...(job.tool_choice != null ? { tool_choice: job.tool_choice } : {}),
   };
   if (!job.stream) {
     const completion = await client.chat.completions.create({ ...request, stream: false });
@@ -78,6 +80,13 @@ async function nodeOpenAI(baseURL, job) {
   }
 }
 
+function aiToolChoice(choice) {
+  // OpenAI's tool_choice in the AI SDK's words.
+  if (choice == null) return undefined;
+  if (typeof choice === 'string') return choice;
+  return { type: 'tool', toolName: choice.function.name };
+}
+
 function aiFinishReason(reason) {
   // The SDK's unified names, back in the wire's spelling ('tool-calls' -> 'tool_calls').
   return typeof reason === 'string' ? reason.replaceAll('-', '_') : null;
@@ -95,33 +104,41 @@ function aiSdk(ai, createOpenAICompatible) {
     const settings = {
       model: provider.chatModel(job.model),
       messages: [{ role: 'user', content: job.prompt }],
-      ...(job.tools.length ? { tools } : {}),
+      ...(job.tools.length ? { tools, toolChoice: aiToolChoice(job.tool_choice) } : {}),
       maxRetries: 0,
       abortSignal: AbortSignal.timeout(TIMEOUT_MS),
     };
     const calls = [];
-    const problems = [];
     const errors = [];
     let content = '';
     let finishReason = null;
     const addCall = (part) => {
-      calls.push({ id: part.toolCallId, name: part.toolName, arguments: part.input ?? null });
-      if (part.invalid) problems.push(`call ${part.toolCallId} marked invalid: ${describe(part.error)}`);
+      const invalid = part.invalid ? describe(part.error) : null;
+      calls.push({ id: part.toolCallId, name: part.toolName, arguments: part.input ?? null, invalid });
+    };
+    const markInvalid = (part) => {
+      const call = calls.find((c) => c.id === part.toolCallId);
+      if (call) call.invalid ??= describe(part.error);
+      else errors.push(`tool-error for unknown call ${part.toolCallId}: ${describe(part.error)}`);
     };
     if (!job.stream) {
       const result = await ai.generateText(settings);
       result.toolCalls.forEach(addCall);
-      return { calls, content: result.text, finish_reason: aiFinishReason(result.finishReason), error: null, problems };
+      return { calls, content: result.text, finish_reason: aiFinishReason(result.finishReason), error: null, problems: [] };
     }
     const result = ai.streamText({ ...settings, onError: () => {} });
-    for await (const part of result.fullStream) {
-      if (part.type === 'text-delta') content += part.text ?? part.delta ?? '';
-      else if (part.type === 'tool-call') addCall(part);
-      else if (part.type === 'tool-error') problems.push(`tool-error for ${part.toolCallId}: ${describe(part.error)}`);
-      else if (part.type === 'error') errors.push(describe(part.error));
-      else if (part.type === 'finish') finishReason = aiFinishReason(part.finishReason);
+    try {
+      for await (const part of result.fullStream) {
+        if (part.type === 'text-delta') content += part.text ?? part.delta ?? '';
+        else if (part.type === 'tool-call') addCall(part);
+        else if (part.type === 'tool-error') markInvalid(part);
+        else if (part.type === 'error') errors.push(describe(part.error));
+        else if (part.type === 'finish') finishReason = aiFinishReason(part.finishReason);
+      }
+    } catch (error) {
+      errors.push(describe(error)); // what arrived before it stays
     }
-    return { calls, content, finish_reason: finishReason, error: errors.length ? errors.join('; ') : null, problems };
+    return { calls, content, finish_reason: finishReason, error: errors.length ? errors.join('; ') : null, problems: [] };
   };
 }
 

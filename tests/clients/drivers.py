@@ -40,6 +40,8 @@ class Call:
     # What the client hands its user as the arguments: the JSON text, or the object a client
     # already parsed (LangChain, the AI SDK).
     arguments: Any
+    # Why the client refused the call (the AI SDK's invalid calls, LangChain's invalid_tool_calls).
+    invalid: str | None = None
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,14 @@ class Outcome:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Outcome:
         return cls(
-            calls=tuple(Call(c["id"], c["name"], c["arguments"]) for c in data["calls"]),
+            # A hole in a client's list of calls (openai-node leaves one for a skipped index)
+            # comes as null.
+            calls=tuple(
+                Call(c["id"], c["name"], c["arguments"], c.get("invalid"))
+                if c is not None
+                else Call(None, None, None, "a hole in the client's list of calls")
+                for c in data["calls"]
+            ),
             content=data["content"] or "",
             finish_reason=data["finish_reason"],
             error=data["error"],
@@ -98,7 +107,12 @@ def _snapshot_choice(holder: Any) -> Any:
 
 
 def _after_stream(holder: Any, done_events: int) -> Outcome:
-    completion = holder.get_final_completion()
+    try:
+        completion = holder.get_final_completion()
+    except openai.LengthFinishReasonError as exc:
+        # The helpers report finish_reason "length" by raising, with the completion attached:
+        # their way to hand over a cut response, not a failure to accumulate it.
+        return _from_choice(exc.completion.choices[0])
     choice = completion.choices[0]
     calls = choice.message.tool_calls or []
     problems = []
@@ -169,7 +183,7 @@ def langchain(base_url: str, case: Case, model: str) -> Outcome:
         max_retries=0,
         timeout=TIMEOUT,
     )
-    runnable = llm.bind_tools(list(case.tools)) if case.tools else llm
+    runnable = llm.bind_tools(list(case.tools), tool_choice=case.tool_choice) if case.tools else llm
     messages = [("user", PROMPT)]
     message: BaseMessage | None = None
     try:
@@ -186,13 +200,16 @@ def langchain(base_url: str, case: Case, model: str) -> Outcome:
 def _from_langchain(message: BaseMessage | None, error: str | None = None) -> Outcome:
     if not isinstance(message, AIMessage):
         return Outcome(error=error or f"no AI message, got {message!r}")
-    problems = [f"invalid tool call {c}" for c in message.invalid_tool_calls]
+    calls = [Call(c["id"], c["name"], c["args"]) for c in message.tool_calls]
+    calls += [
+        Call(c["id"], c["name"], c["args"], invalid=c["error"] or "invalid_tool_calls")
+        for c in message.invalid_tool_calls
+    ]
     return Outcome(
-        calls=tuple(Call(c["id"], c["name"], c["args"]) for c in message.tool_calls),
+        calls=tuple(calls),
         content=message.content if isinstance(message.content, str) else str(message.content),
         finish_reason=message.response_metadata.get("finish_reason"),
         error=error,
-        problems=tuple(problems),
     )
 
 
@@ -261,6 +278,7 @@ def _node(
                 "stream": case.stream,
                 "prompt": PROMPT,
                 "tools": list(case.tools),
+                "tool_choice": case.tool_choice,
             }
             for case in cases
         ]

@@ -52,11 +52,19 @@ def replayer_app(cases: Iterable[Case]) -> web.Application:
             headers={"Content-Type": case.content_type, "Cache-Control": "no-cache"},
         )
         await response.prepare(request)
-        for event in split_events(case.body):
-            await response.write(event)
-            # Let each event leave as its own read, as a server generating tokens would.
-            await asyncio.sleep(0)
-        await response.write_eof()
+        try:
+            for event in split_events(case.body):
+                await response.write(event)
+                # Let each event leave as its own read, as a server generating tokens would.
+                await asyncio.sleep(0)
+            if case.ends == "dropped":
+                # The upstream died: the connection breaks before the chunked body's last chunk.
+                assert request.transport is not None
+                request.transport.abort()
+                return response
+            await response.write_eof()
+        except ConnectionResetError:
+            pass  # the client gave up (some raise at the first chunk they cannot parse)
         return response
 
     async def models(_: web.Request) -> web.Response:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
+import aiohttp
 import pytest
 
-from tests.clients.cases import Expected, ExpectedCall, load_cases
+from tests.clients.cases import Expected, ExpectedCall, leaked_stream, load_cases
 from tests.clients.drivers import Call, Outcome
 from tests.clients.replayer import replayer_app, split_events
 from tests.clients.verdicts import judge
@@ -20,7 +22,9 @@ def test_split_events_keeps_every_byte(case):
     pieces = split_events(case.body)
     assert b"".join(pieces) == case.body
     if case.content_type.startswith("text/event-stream"):
-        assert len(pieces) == case.body.count(b"data:")
+        for piece in pieces[:-1]:
+            assert piece.endswith((b"\n\n", b"\r\r")), piece
+            assert b"\n\n" not in piece.rstrip(b"\r\n"), piece
 
 
 async def test_replayer_serves_the_recorded_body_by_model(aiohttp_client):
@@ -120,3 +124,47 @@ def test_verdict_on_a_complete_case_counts_an_error_or_a_problem_as_wrong():
         dataclasses.replace(right, content="stray"),
     ):
         assert not judge(WEATHER, wrong).right
+
+
+def test_leaked_stream_carries_the_text_in_small_content_deltas():
+    text = 'Hi.\n<tool_call>\n{"name": "get_weather"}</tool_call>'
+    events = [e for e in split_events(leaked_stream(text)) if b"[DONE]" not in e]
+    deltas = [json.loads(e.removeprefix(b"data: "))["choices"][0]["delta"] for e in events]
+    assert "".join(d.get("content", "") for d in deltas) == text
+    assert max(len(d.get("content", "")) for d in deltas) <= 4
+    assert json.loads(events[-1].removeprefix(b"data: "))["choices"][0]["finish_reason"] == "stop"
+
+
+async def test_replayer_breaks_the_connection_of_a_dropped_case(aiohttp_client):
+    dropped = dataclasses.replace(WEATHER, ends="dropped")
+    client = await aiohttp_client(replayer_app([dropped]))
+    response = await client.post("/v1/chat/completions", json={"model": dropped.name})
+    with pytest.raises(aiohttp.ClientPayloadError):
+        await response.read()
+
+
+def test_verdict_on_arguments_that_are_not_json_wants_the_text_or_lets_the_client_judge():
+    case = _with_expect(
+        finish_reason="length",
+        calls=(ExpectedCall(name="get_weather", id="call_1", arguments_text='{"location": "Par'),),
+    )
+
+    def outcome(arguments, invalid=None):
+        call = Call("call_1", "get_weather", arguments, invalid)
+        return Outcome(calls=(call,), finish_reason="length")
+
+    assert judge(case, outcome('{"location": "Par')).right
+    assert judge(case, outcome('{"location": "Par', invalid="JSON parsing failed")).right
+    assert judge(case, outcome({"location": "Par"})).right
+    assert not judge(case, outcome('{"location": "Pa')).right
+
+
+def test_verdict_counts_a_refused_call_as_wrong_when_its_arguments_are_json():
+    call = Call("call_1", "get_weather", PARIS, invalid="NoSuchToolError")
+    assert not judge(WEATHER, Outcome(calls=(call,), finish_reason="tool_calls")).right
+
+
+def test_verdict_on_an_error_case_also_wants_the_text_before_the_error():
+    case = _with_expect(outcome="error", content="Hel", error_contains="context size")
+    assert judge(case, Outcome(content="Hel", error="APIError: context size exceeded")).right
+    assert not judge(case, Outcome(content="", error="APIError: context size exceeded")).right

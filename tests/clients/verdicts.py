@@ -31,9 +31,7 @@ def judge(case: Case, outcome: Outcome) -> Verdict:
             reasons.append("no error raised")
         elif expect.error_contains and expect.error_contains not in outcome.error:
             reasons.append(f"error does not say {expect.error_contains!r}: {outcome.error}")
-        return Verdict(not reasons, outcome.error is not None, tuple(reasons))
-
-    if expect.outcome == "complete":
+    elif expect.outcome == "complete":
         if outcome.error is not None:
             reasons.append(f"raised {outcome.error}")
         reasons += outcome.problems
@@ -41,7 +39,7 @@ def judge(case: Case, outcome: Outcome) -> Verdict:
             reasons.append(
                 f"finish_reason {outcome.finish_reason!r}, expected {expect.finish_reason!r}"
             )
-    # complete and truncated alike: what arrived must be kept.
+    # Whatever the outcome, what arrived must be kept.
     if outcome.content != expect.content:
         reasons.append(f"content {outcome.content!r}, expected {expect.content!r}")
     reasons += _call_reasons(outcome.calls, expect.calls)
@@ -62,6 +60,14 @@ def _call_reasons(got: tuple[Call, ...], expected: tuple[ExpectedCall, ...]) -> 
             reasons.append(f"call {i}: id {call.id!r}, expected the upstream's {want.id!r}")
         if not (isinstance(call.id, str) and call.id):
             reasons.append(f"call {i}: no id ({call.id!r})")
+        if want.arguments_text is not None:
+            # Text that is not JSON: a client that hands out text must hand out exactly it; one
+            # that parses may refuse the call or repair it its own way.
+            if isinstance(call.arguments, str) and call.arguments != want.arguments_text:
+                reasons.append(f"call {i}: arguments {call.arguments!r}, expected the upstream's")
+            continue
+        if call.invalid:
+            reasons.append(f"call {i}: the client refused it: {call.invalid}")
         arguments, problem = _parsed(call.arguments)
         if problem:
             reasons.append(f"call {i}: {problem}")
