@@ -55,8 +55,9 @@ def pytest_terminal_summary(
     text = table.render()
     terminalreporter.write_sep("=", "client compatibility matrix")
     terminalreporter.write(text)
-    if config.cache is not None:
-        path = config.cache.mkdir("client-matrix") / "matrix.md"
+    cache = getattr(config, "cache", None)  # absent under -p no:cacheprovider
+    if cache is not None:
+        path = cache.mkdir("client-matrix") / "matrix.md"
         path.write_text(text)
         terminalreporter.write_line(f"(written to {path})")
     if os.environ.get(UPDATE_ENV):
