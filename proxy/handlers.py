@@ -72,7 +72,9 @@ class UpstreamCall:
         # encoded=True: the client's path and query go out byte for byte, never re-normalized.
         url = URL(upstream_url(upstream.route.base_url, request.raw_path), encoded=True)
         headers = _upstream_headers(request, upstream)
-        data: Any = request.content if self._body is None else self._body
+        # No body stays no body: an empty bytes value would add a Content-Length the
+        # client never sent.
+        data: Any = request.content if self._body is None else (self._body or None)
         try:
             async with asyncio.timeout(timeouts.first_byte):
                 self._resp = await self._state.session.request(

@@ -253,3 +253,25 @@ async def test_large_request_body_streams_through_without_json(
     )
     assert resp.status == 200
     assert sizes == [80 << 20]
+
+
+async def test_get_without_body_reaches_upstream_without_body_headers(
+    start_upstream: StartUpstream, start_proxy: StartProxy
+) -> None:
+    async def handler(request: web.Request) -> web.Response:
+        return web.json_response(
+            {
+                k: request.headers.get(k)
+                for k in ("Content-Length", "Transfer-Encoding", "Content-Type")
+            }
+        )
+
+    app = web.Application()
+    app.router.add_get("/props", handler)
+    proxy = await start_proxy(await start_upstream(app))
+    resp = await proxy.get("/props")
+    assert await resp.json() == {
+        "Content-Length": None,
+        "Transfer-Encoding": None,
+        "Content-Type": None,
+    }
