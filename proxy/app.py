@@ -8,8 +8,9 @@ from aiohttp import ClientSession, DummyCookieJar, TCPConnector, hdrs, web
 
 from proxy.handlers import handle_proxy
 from proxy.middlewares import error_middleware, request_id_middleware
+from proxy.normalize import NormalizeOptions
 from proxy.routing import Router, Upstream
-from proxy.settings import Settings
+from proxy.settings import Settings, UpstreamSettings
 from proxy.state import STATE, ProxyState, UpstreamConfig
 
 # The proxy's own endpoints live under a prefix that no LLM server uses, so that an upstream's
@@ -25,8 +26,18 @@ def build_upstreams(settings: Settings) -> dict[str, UpstreamConfig]:
             route=Upstream(options.name, options.url, tuple(options.models)),
             options=options,
             authorization=f"Bearer {key}" if key is not None else None,
+            normalize=normalize_options(options, settings) if options.normalize else None,
         )
     return configs
+
+
+def normalize_options(options: UpstreamSettings, settings: Settings) -> NormalizeOptions:
+    return NormalizeOptions(
+        coalesce=options.output == "coalesced",
+        dialects=options.dialect_names(),
+        extract_from_reasoning=options.extract_from_reasoning,
+        max_held_bytes=settings.limits.max_held_bytes,
+    )
 
 
 async def handle_health(request: web.Request) -> web.Response:

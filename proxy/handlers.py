@@ -18,9 +18,18 @@ from yarl import URL
 
 from proxy.errors import ClientRequestError, UpstreamError, UpstreamTimeout
 from proxy.headers import end_to_end
+from proxy.ids import new_id_factory
+from proxy.normalize import RequestInfo, normalize_completion
 from proxy.pump import End, pump
 from proxy.routing import is_safe_path, upstream_url
-from proxy.state import REQUEST_ID, STATE, ProxyState, UpstreamConfig
+from proxy.state import (
+    REQUEST_ID,
+    STATE,
+    ProxyState,
+    UpstreamConfig,
+    is_chat_completion,
+    stream_normalizer,
+)
 
 log = logging.getLogger("toolcall_proxy")
 
@@ -119,8 +128,8 @@ def _upstream_headers(request: web.Request, upstream: UpstreamConfig) -> CIMulti
     return headers
 
 
-def _is_event_stream(resp: ClientResponse) -> bool:
-    return resp.headers.get(hdrs.CONTENT_TYPE, "").lower().startswith("text/event-stream")
+def _media_type(resp: ClientResponse) -> str:
+    return resp.headers.get(hdrs.CONTENT_TYPE, "").partition(";")[0].strip().lower()
 
 
 async def _respond(
@@ -130,16 +139,28 @@ async def _respond(
     payload: object,
     resp: ClientResponse,
 ) -> web.StreamResponse:
+    media_type = _media_type(resp)
+    rewritable = resp.status == 200 and hdrs.CONTENT_ENCODING not in resp.headers
+    head = b""
+    if rewritable and media_type == "application/json" and upstream.normalize is not None:
+        body, complete = b"", False
+        if is_chat_completion(request):
+            body, complete = await _read_capped(resp, state.settings.limits.max_response_body_bytes)
+        if complete:
+            return _completion_response(request, upstream, payload, resp, body)
+        head = body  # too large to hold: what was read goes out first, the rest streams
     rewriter = None
-    if resp.status == 200 and _is_event_stream(resp) and "Content-Encoding" not in resp.headers:
-        rewriter = state.stream_rewriter(upstream, request, payload)
-    drop = (hdrs.CONTENT_LENGTH,) if rewriter is not None else ()
+    if rewritable and media_type == "text/event-stream":
+        rewriter = stream_normalizer(upstream, request, payload)
     response = web.StreamResponse(status=resp.status, reason=resp.reason)
+    drop = (hdrs.CONTENT_LENGTH,) if rewriter is not None else ()
     response.headers.extend(end_to_end(resp.headers, drop=drop))
     response.headers["X-Request-Id"] = request[REQUEST_ID]
-    if _is_event_stream(resp):
+    if media_type == "text/event-stream":
         response.headers["X-Accel-Buffering"] = "no"
     await response.prepare(request)
+    if head:
+        await response.write(head)
     end = await pump(
         resp,
         response,
@@ -147,6 +168,8 @@ async def _respond(
         rewriter=rewriter,
         max_event_bytes=state.settings.limits.max_event_bytes,
     )
+    if rewriter is not None and rewriter.repairs:
+        log.debug("upstream %s stream repairs: %s", upstream.route.name, dict(rewriter.repairs))
     if end is not End.COMPLETE:
         log.warning(
             "upstream %s stream ended early (%s); aborting the client's response",
@@ -156,6 +179,39 @@ async def _respond(
         _abort(request)
         return response
     await response.write_eof()
+    return response
+
+
+async def _read_capped(resp: ClientResponse, limit: int) -> tuple[bytes, bool]:
+    """Read the body up to ``limit`` bytes; the flag says whether that was all of it."""
+    if resp.content_length is not None and resp.content_length > limit:
+        return b"", False
+    body = bytearray()
+    while len(body) <= limit:
+        chunk = await resp.content.readany()
+        if not chunk:
+            return bytes(body), True
+        body += chunk
+    return bytes(body), False
+
+
+def _completion_response(
+    request: web.Request,
+    upstream: UpstreamConfig,
+    payload: object,
+    resp: ClientResponse,
+    body: bytes,
+) -> web.Response:
+    """The non-streaming chat completion, repaired."""
+    assert upstream.normalize is not None
+    fixed, repairs = normalize_completion(
+        body, upstream.normalize, RequestInfo.from_body(payload), new_id=new_id_factory()
+    )
+    if repairs:
+        log.debug("upstream %s completion repairs: %s", upstream.route.name, dict(repairs))
+    response = web.Response(status=resp.status, reason=resp.reason, body=fixed)
+    response.headers.extend(end_to_end(resp.headers, drop=(hdrs.CONTENT_LENGTH,)))
+    response.headers["X-Request-Id"] = request[REQUEST_ID]
     return response
 
 
