@@ -83,6 +83,8 @@ class Case:
     tool_choice: Any
     # "dropped": the upstream's connection breaks after the body instead of ending cleanly.
     ends: Literal["clean", "dropped"]
+    # How many choices the response has (n); a client is judged on choice 0.
+    choices: int
     expect: Expected
     # The clients this case's shape breaks without the proxy (None: not recorded).
     wrong_unaided: frozenset[str] | None
@@ -99,6 +101,8 @@ class Case:
             body["tools"] = list(self.tools)
         if self.tool_choice is not None:
             body["tool_choice"] = self.tool_choice
+        if self.choices > 1:
+            body["n"] = self.choices
         return body
 
 
@@ -175,6 +179,7 @@ def case_files(directory: Path = CASES_DIR) -> Iterator[Case]:
             tools=tuple(catalog[t] for t in spec.tools),
             tool_choice=spec.tool_choice,
             ends="clean",
+            choices=1,
             expect=spec.expect,
             wrong_unaided=spec.wrong_unaided,
             origin=path,
@@ -197,7 +202,6 @@ def golden_cases(directory: Path = GOLDEN_DIR) -> Iterator[Case]:
         raise ValueError(f"{UNAIDED_FILE.name} names cases that {index} lacks: {stale}")
     for golden in goldens:
         request = requests[golden["request"]]
-        # Clients read choice 0 only (the AI SDK cannot read another).
         first = next(e for e in golden["expect"] if e["index"] == 0)
         calls = tuple(ExpectedCall.model_validate(call) for call in first["calls"])
         yield Case(
@@ -210,6 +214,7 @@ def golden_cases(directory: Path = GOLDEN_DIR) -> Iterator[Case]:
             tools=_tools_for(request.get("tools", []), calls),
             tool_choice=request.get("tool_choice"),
             ends="clean" if golden["complete"] else "dropped",
+            choices=len(golden["expect"]),
             expect=_golden_expect(golden, first, calls),
             wrong_unaided=frozenset(unaided[golden["name"]]) if golden["name"] in unaided else None,
             origin=index,

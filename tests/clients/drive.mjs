@@ -48,6 +48,7 @@ async function nodeOpenAI(baseURL, job) {
     messages: [{ role: 'user', content: job.prompt }],
     ...(job.tools.length ? { tools: job.tools } : {}),
     ...(job.tool_choice != null ? { tool_choice: job.tool_choice } : {}),
+    ...(job.n > 1 ? { n: job.n } : {}),
   };
   if (!job.stream) {
     const completion = await client.chat.completions.create({ ...request, stream: false });
@@ -69,8 +70,9 @@ async function nodeOpenAI(baseURL, job) {
     const choice = completion.choices[0];
     const result = fromMessage(choice.message, choice.finish_reason);
     const problems = typeProblems(choice.message);
-    if (doneEvents !== result.calls.length) {
-      problems.push(`${doneEvents} tool_calls.function.arguments.done events for ${result.calls.length} calls`);
+    const calls = completion.choices.reduce((sum, c) => sum + (c.message.tool_calls?.length ?? 0), 0);
+    if (doneEvents !== calls) {
+      problems.push(`${doneEvents} tool_calls.function.arguments.done events for ${calls} calls`);
     }
     return { ...result, problems };
   } catch (error) {

@@ -113,14 +113,13 @@ def _after_stream(holder: Any, done_events: int) -> Outcome:
         # The helpers report finish_reason "length" by raising, with the completion attached:
         # their way to hand over a cut response, not a failure to accumulate it.
         return _from_choice(exc.completion.choices[0])
-    choice = completion.choices[0]
-    calls = choice.message.tool_calls or []
+    calls = sum(len(choice.message.tool_calls or []) for choice in completion.choices)
     problems = []
-    if done_events != len(calls):
+    if done_events != calls:
         problems.append(
-            f"{done_events} tool_calls.function.arguments.done events for {len(calls)} calls"
+            f"{done_events} tool_calls.function.arguments.done events for {calls} calls"
         )
-    return _from_choice(choice, problems=problems)
+    return _from_choice(completion.choices[0], problems=problems)
 
 
 def _after_failure(holder: Any, exc: Exception) -> Outcome:
@@ -226,8 +225,12 @@ class Driver:
     node: bool = False
     streams: bool = True  # covers stream: true cases
     non_streams: bool = True  # covers stream: false cases
+    # Can ask for several choices (n > 1); LangChain and the AI SDK read one choice only.
+    many_choices: bool = False
 
     def covers(self, case: Case) -> bool:
+        if case.choices > 1 and not self.many_choices:
+            return False
         return self.streams if case.stream else self.non_streams
 
 
@@ -279,6 +282,7 @@ def _node(
                 "prompt": PROMPT,
                 "tools": list(case.tools),
                 "tool_choice": case.tool_choice,
+                "n": case.choices,
             }
             for case in cases
         ]
@@ -303,10 +307,12 @@ def _node(
 
 
 DRIVERS: tuple[Driver, ...] = (
-    Driver("py-stream", _in_process(py_stream, _openai_client), non_streams=False),
-    Driver("py-state", _in_process(py_state, _openai_client)),
+    Driver(
+        "py-stream", _in_process(py_stream, _openai_client), non_streams=False, many_choices=True
+    ),
+    Driver("py-state", _in_process(py_state, _openai_client), many_choices=True),
     Driver("langchain", _in_process(langchain, str)),
-    Driver("node-openai", _node("node-openai"), node=True),
+    Driver("node-openai", _node("node-openai"), node=True, many_choices=True),
     Driver("ai-sdk", _node("ai-sdk"), node=True),
     Driver("ai-sdk-legacy", _node("ai-sdk-legacy"), node=True),
 )
