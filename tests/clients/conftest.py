@@ -11,7 +11,7 @@ import pytest
 
 from tests.clients.cases import load_cases
 from tests.clients.matrix import Matrix, new_matrix
-from tests.clients.proxy_process import ROOT, ProxyProcess
+from tests.clients.proxy_process import ROOT, ROUTES, ProxyProcess
 from tests.clients.replayer import ReplayerThread
 
 MATRIX_KEY = pytest.StashKey[Matrix]()
@@ -61,7 +61,9 @@ def pytest_terminal_summary(
         path.write_text(text)
         terminalreporter.write_line(f"(written to {path})")
     if os.environ.get(UPDATE_ENV):
-        for doc in _update_docs(text):
+        # The docs explain only what goes wrong through the proxy; the direct failures are in
+        # the table, their reasons in the run's own output.
+        for doc in _update_docs(table.render(explain=ROUTES)):
             terminalreporter.write_line(f"(table updated in {doc})")
 
 
