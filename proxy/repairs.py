@@ -41,6 +41,10 @@ class Repair(StrEnum):
     PARAMETERS_NOT_ARGUMENTS = "parameters-instead-of-arguments"  # N2 (TGI 1.4)
     TOOL_CALLS_BESIDE_MESSAGE = "tool_calls-beside-message"  # N4 (text-generation-webui)
 
+    # The chunk's envelope (clients.md section 2 rule 2)
+    OBJECT_MISSING = "object-missing"  # `object` absent or not "chat.completion.chunk"
+    DELTA_MISSING = "delta-missing"  # Q29: a choice without `delta` gets `{}`
+
     # Termination
     FINISH_STOP_WITH_CALLS = "finish-reason-stop"  # Q23
     FINISH_NONSTANDARD = "finish-reason-nonstandard"  # Q24
