@@ -319,9 +319,7 @@ def text_streams(draw) -> bytes:
         # repaired (the golden case q29)
         azure = {"id": "", "object": "chat.completion.chunk", "choices": []}
         events.append(
-            "data: "
-            + json.dumps({**azure, "prompt_filter_results": []}, separators=style)
-            + "\n\n"
+            "data: " + json.dumps({**azure, "prompt_filter_results": []}, separators=style) + "\n\n"
         )
     text = st.text(st.characters(blacklist_categories=["Cs"]), max_size=8)
     for index in range(n):
