@@ -10,6 +10,7 @@ import pytest
 
 from tests.clients.cases import Expected, ExpectedCall, leaked_stream, load_cases
 from tests.clients.drivers import Call, Outcome
+from tests.clients.limits import Limit, load_limits
 from tests.clients.replayer import replayer_app, split_events
 from tests.clients.verdicts import judge
 
@@ -168,3 +169,31 @@ def test_verdict_on_an_error_case_also_wants_the_text_before_the_error():
     case = _with_expect(outcome="error", content="Hel", error_contains="context size")
     assert judge(case, Outcome(content="Hel", error="APIError: context size exceeded")).right
     assert not judge(case, Outcome(content="", error="APIError: context size exceeded")).right
+
+
+def test_a_limit_excuses_only_a_wrong_cell_whose_every_reason_it_names():
+    limit = Limit(
+        case=WEATHER.name,
+        client="node-openai",
+        target="streamed",
+        reason="done events for 1 calls",
+        why="a client's own fault on a shape the proxy keeps",
+    )
+    right = Outcome(calls=(Call("call_1", "get_weather", PARIS),), finish_reason="tool_calls")
+    double = dataclasses.replace(right, problems=("2 done events for 1 calls",))
+    assert limit.excuses(judge(WEATHER, double))
+    assert not limit.excuses(judge(WEATHER, right))
+    for worse in (
+        dataclasses.replace(double, finish_reason="stop"),
+        dataclasses.replace(double, error="Error: missing finish_reason"),
+        dataclasses.replace(double, calls=()),
+    ):
+        verdict = judge(WEATHER, worse)
+        assert not limit.excuses(verdict)
+        assert limit.stray_reasons(verdict)
+
+
+def test_every_recorded_limit_says_why_and_names_a_reason():
+    for limit in load_limits().values():
+        assert limit.reason.strip(), limit
+        assert "quirks.md" in limit.why, limit
