@@ -213,31 +213,37 @@ def name_char(char: str) -> bool:
 
 
 class Fork:
-    """Several dialects share one opening marker (``<tool_call>``): feed all, keep the first
-    that emits anything; the block fails only when every candidate has failed."""
+    """The block of every dialect that opens with a marker (several share ``<tool_call>``):
+    feed all, keep the first that emits anything; the block fails only when every candidate
+    has failed. Each block comes with its dialect's name; ``dialect`` names the one kept once
+    that is decided (at once when there is only one)."""
 
-    def __init__(self, blocks: Sequence[Block]) -> None:
+    def __init__(self, blocks: Sequence[tuple[str, Block]]) -> None:
         self._blocks = list(blocks)
 
+    @property
+    def dialect(self) -> str | None:
+        return self._blocks[0][0] if len(self._blocks) == 1 else None
+
     def feed(self, text: str) -> Step:
-        return self._pick([block.feed(text) for block in self._blocks])
+        return self._pick([block.feed(text) for _, block in self._blocks])
 
     def close(self) -> Step:
-        return self._pick([block.close() for block in self._blocks])
+        return self._pick([block.close() for _, block in self._blocks])
 
     @property
     def held(self) -> int:
-        return max(block.held for block in self._blocks)
+        return max(block.held for _, block in self._blocks)
 
     def _pick(self, steps: list[Step]) -> Step:
-        alive: list[Block] = []
-        for block, step in zip(self._blocks, steps, strict=True):
+        alive: list[tuple[str, Block]] = []
+        for named, step in zip(self._blocks, steps, strict=True):
             if step.failed:
                 continue
             if step.segments or step.rest is not None:
-                self._blocks = [block]
+                self._blocks = [named]
                 return step
-            alive.append(block)
+            alive.append(named)
         if not alive:
             return steps[-1]
         self._blocks = alive
