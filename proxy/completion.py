@@ -48,7 +48,7 @@ def normalize_completion(
         if isinstance(choice, dict) and fixer.choice(choice):
             changed = True
     if not changed:
-        return body, Counter()
+        return body, repairs  # what was only seen, such as a dialect that failed
     try:
         return dumps(obj), repairs
     except orjson.JSONEncodeError:  # orjson reads deeper nesting than it writes: fail open
