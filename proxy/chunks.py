@@ -5,7 +5,8 @@ another text).
 Chunks stay plain dicts (``JSONObject``): the normalizer must carry every field it does not
 know, so a schema would only get in the way. The byte checks let the hot path decide whether
 an event needs ``orjson.loads`` at all; they may answer "maybe" for bytes that turn out not to
-matter (a parse then shows nothing to do), never "no" for bytes that do.
+matter (a parse then shows nothing to do), never "no" for bytes that do (but for the one
+unlikely shape ``envelope_unsure`` names).
 """
 
 from __future__ import annotations

@@ -146,7 +146,8 @@ class StreamNormalizer:
             return self._send([event.raw])
         if self._repair_envelope(obj, choices):
             # from here on the repaired chunk stands for the upstream's
-            event = replace(event, raw=self._encode(obj, event))
+            data = dumps(obj)
+            event = replace(event, raw=encode_event(data, event=event.event), data=data)
         if not choices:
             return self._send([event.raw])
         source = Source(event, obj)
