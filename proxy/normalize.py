@@ -171,11 +171,16 @@ class StreamNormalizer:
     def _repair_envelope(self, chunk: JSONObject, choices: list[object]) -> bool:
         """Name the chunk a ``chat.completion.chunk`` (openai-python's stream helper drops any
         other) and give a choice without ``delta`` an empty one (Q29). Whether it changed; a
-        choice that is not an object leaves the chunk as it came (it is not understood)."""
+        choice that is not an object leaves the chunk as it came (it is not understood).
+
+        A chunk without choices that names another object keeps it: Azure's
+        prompt_filter_results chunk (``"object": ""``) is forwarded as quirks.md section 6
+        asks, and the helper's filter on ``object`` exists precisely to skip it."""
         if not all(isinstance(choice, dict) for choice in choices):
             return False
         changed = False
-        if chunk.get("object") != "chat.completion.chunk":
+        named = chunk.get("object")
+        if named != "chat.completion.chunk" and (named is None or choices):
             chunk["object"] = "chat.completion.chunk"
             self.repairs[Repair.OBJECT_MISSING] += 1
             changed = True

@@ -114,11 +114,13 @@ def test_a_chunk_not_named_chat_completion_chunk_is_named_so(top):
     if top["object"] is None:
         body = body.replace(b'"object": "chat.completion.chunk", ', b"")
     [sent] = feed_each(n, body)
-    assert [c["object"] for c in parsed(sent)] == ["chat.completion.chunk"] * 2
+    # A chunk without choices keeps an object it names (Azure's filter chunk says "").
+    trailer = "chat.completion.chunk" if top["object"] is None else top["object"]
+    assert [c["object"] for c in parsed(sent)] == ["chat.completion.chunk", trailer]
     assert [{**c, "object": None} for c in parsed(sent)] == [
         {**json.loads(e.data or b""), "object": None} for e in events(body)
     ]
-    assert n.repairs == {"object-missing": 2}
+    assert n.repairs == {"object-missing": 2 if top["object"] is None else 1}
 
 
 def test_a_choice_without_delta_gets_an_empty_one_and_keeps_its_fields():

@@ -15,9 +15,9 @@ from tests.clients.proxy_process import ROOT, ROUTES, ProxyProcess
 from tests.clients.replayer import ReplayerThread
 
 MATRIX_KEY = pytest.StashKey[Matrix]()
-# Set to rewrite the table between the markers below in README.md and tests/clients/MATRIX.md.
+# Set to rewrite the table between the markers below in README.md.
 UPDATE_ENV = "TOOLCALL_UPDATE_CLIENT_MATRIX"
-DOCS = (ROOT / "README.md", ROOT / "tests" / "clients" / "MATRIX.md")
+DOCS = (ROOT / "README.md",)
 BLOCK = re.compile(r"(<!-- client-matrix:begin -->\n).*?(<!-- client-matrix:end -->)", re.S)
 
 
