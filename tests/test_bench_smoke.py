@@ -1,0 +1,39 @@
+"""The benchmark code runs and reports; it is not a benchmark itself (no figure is judged)."""
+
+from __future__ import annotations
+
+import json
+
+from bench.cli import main
+from bench.shapes import model_name, templates
+from bench.stamps import StampScanner
+
+
+def test_stamp_scanner_finds_each_stamp_once_however_the_stream_is_cut():
+    stream = b"".join(
+        t.head + b"T%016d" % i + t.tail if t.stamped else t.head
+        for i, t in enumerate(templates(model_name("toolcall", 5, 0)))
+    )
+    whole = StampScanner().feed(stream)
+    scanner = StampScanner()
+    by_byte = [s for i in range(len(stream)) for s in scanner.feed(stream[i : i + 1])]
+    assert len(whole) == 5
+    assert by_byte == whole
+
+
+def test_quick_run_measures_direct_and_bare_proxy_and_writes_a_table(tmp_path, capsys):
+    argv = ["--quick", "--targets", "bare", "--shapes", "content,hermes", "--loads", "2x0,4x20"]
+    argv += ["--duration", "0.5", "--chunks", "20", "--warmup", "0", "--out", str(tmp_path)]
+    assert main(argv) == 0
+
+    table = capsys.readouterr().out
+    assert "| 4 x 20 ms | bare aiohttp |" in table
+    [result_file] = tmp_path.glob("*.json")
+    summary = json.loads(result_file.read_text())["summary"]
+    assert {(r["shape"], r["target"]) for r in summary} == {
+        (shape, target) for shape in ("content", "hermes") for target in ("direct", "bare aiohttp")
+    }
+    for row in summary:
+        assert row["errors"] == {}, row
+        assert row["chunks_per_s"] > 0, row
+    assert all(r["cpu_s_per_1k"] is not None for r in summary if r["target"] != "direct")
