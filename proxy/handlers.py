@@ -1,0 +1,202 @@
+"""Request handlers: route, forward, and choose between passthrough and rewriting.
+
+A handler decides *whether* a response is rewritten (route, method, path, status, content
+type); :mod:`proxy.pump` moves the bytes. Errors raised before the response starts are
+ProxyErrors, turned into OpenAI-shaped JSON by the error middleware.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import orjson
+from aiohttp import ClientConnectionError, ClientResponse, ClientTimeout, hdrs, web
+from multidict import CIMultiDict
+from yarl import URL
+
+from proxy.errors import ClientRequestError, UpstreamError, UpstreamTimeout
+from proxy.headers import end_to_end
+from proxy.pump import End, pump
+from proxy.routing import is_safe_path, upstream_url
+from proxy.state import REQUEST_ID, STATE, ProxyState, UpstreamConfig
+
+log = logging.getLogger("toolcall_proxy")
+
+# Bodies of these types are streamed to the upstream without being read for routing.
+_STREAMED_BODY_TYPES = ("multipart/", "application/octet-stream", "audio/", "image/", "video/")
+
+
+async def handle_proxy(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    if request.method == "GET" and request.path == "/v1/models":
+        return await handle_models(request)
+    if not is_safe_path(request.raw_path):
+        raise ClientRequestError("the request path has dot segments")
+    body, payload = await _read_body(request)
+    model = payload.get("model") if isinstance(payload, dict) else None
+    upstream = state.upstream(state.router.route(model if isinstance(model, str) else None).name)
+    async with UpstreamCall(request, state, upstream, body) as resp:
+        return await _respond(request, state, upstream, payload, resp)
+
+
+async def _read_body(request: web.Request) -> tuple[bytes | None, object]:
+    """Read the body when it may be JSON that routing needs; None means stream it through."""
+    if not request.body_exists:
+        return b"", None
+    content_type = request.headers.get(hdrs.CONTENT_TYPE, "").lower()
+    if content_type.startswith(_STREAMED_BODY_TYPES):
+        return None, None
+    body = await request.read()  # bounded by the app's client_max_size (413 above it)
+    try:
+        return body, orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body, None
+
+
+class UpstreamCall:
+    """Send the request upstream and map failures before the response to 502/504."""
+
+    def __init__(
+        self, request: web.Request, state: ProxyState, upstream: UpstreamConfig, body: bytes | None
+    ) -> None:
+        self._request = request
+        self._state = state
+        self._upstream = upstream
+        self._body = body
+        self._resp: ClientResponse | None = None
+
+    async def __aenter__(self) -> ClientResponse:
+        request, upstream, timeouts = self._request, self._upstream, self._state.settings.timeouts
+        # encoded=True: the client's path and query go out byte for byte, never re-normalized.
+        url = URL(upstream_url(upstream.route.base_url, request.raw_path), encoded=True)
+        headers = _upstream_headers(request, upstream)
+        # No body stays no body: an empty bytes value would add a Content-Length the
+        # client never sent.
+        data: Any = request.content if self._body is None else (self._body or None)
+        try:
+            async with asyncio.timeout(timeouts.first_byte):
+                self._resp = await self._state.session.request(
+                    request.method,
+                    url,
+                    headers=headers,
+                    data=data,
+                    allow_redirects=False,
+                    timeout=ClientTimeout(total=None, sock_connect=timeouts.connect),
+                )
+        except TimeoutError as exc:
+            raise UpstreamTimeout(f"upstream {upstream.route.name!r} timed out") from exc
+        except ClientConnectionError as exc:
+            raise UpstreamError(
+                f"upstream {upstream.route.name!r} is unreachable: {type(exc).__name__}"
+            ) from exc
+        return self._resp
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._resp is not None:
+            # release() returns a fully read connection to the pool; close() drops one that
+            # was abandoned mid-body (client gone, error), which is also what cancels the
+            # upstream's generation.
+            if self._resp.content.at_eof():
+                self._resp.release()
+            else:
+                self._resp.close()
+
+
+def _upstream_headers(request: web.Request, upstream: UpstreamConfig) -> CIMultiDict[str]:
+    headers = end_to_end(request.headers, drop=(hdrs.HOST, hdrs.CONTENT_LENGTH, hdrs.EXPECT))
+    if upstream.authorization is not None:
+        headers[hdrs.AUTHORIZATION] = upstream.authorization
+    if upstream.options.normalize:
+        # A response we may rewrite must arrive uncompressed; others keep the client's choice.
+        headers[hdrs.ACCEPT_ENCODING] = "identity"
+    forwarded_for = request.headers.get("X-Forwarded-For")
+    remote = request.remote or ""
+    headers["X-Forwarded-For"] = f"{forwarded_for}, {remote}" if forwarded_for else remote
+    headers["X-Forwarded-Proto"] = request.scheme
+    headers["X-Request-Id"] = request[REQUEST_ID]
+    return headers
+
+
+def _is_event_stream(resp: ClientResponse) -> bool:
+    return resp.headers.get(hdrs.CONTENT_TYPE, "").lower().startswith("text/event-stream")
+
+
+async def _respond(
+    request: web.Request,
+    state: ProxyState,
+    upstream: UpstreamConfig,
+    payload: object,
+    resp: ClientResponse,
+) -> web.StreamResponse:
+    rewriter = None
+    if resp.status == 200 and _is_event_stream(resp) and "Content-Encoding" not in resp.headers:
+        rewriter = state.stream_rewriter(upstream, request, payload)
+    drop = (hdrs.CONTENT_LENGTH,) if rewriter is not None else ()
+    response = web.StreamResponse(status=resp.status, reason=resp.reason)
+    response.headers.extend(end_to_end(resp.headers, drop=drop))
+    response.headers["X-Request-Id"] = request[REQUEST_ID]
+    if _is_event_stream(resp):
+        response.headers["X-Accel-Buffering"] = "no"
+    await response.prepare(request)
+    end = await pump(
+        resp,
+        response,
+        idle_timeout=state.settings.timeouts.idle,
+        rewriter=rewriter,
+        max_event_bytes=state.settings.limits.max_event_bytes,
+    )
+    if end is not End.COMPLETE:
+        log.warning(
+            "upstream %s stream ended early (%s); aborting the client's response",
+            upstream.route.name,
+            end.value,
+        )
+        _abort(request)
+        return response
+    await response.write_eof()
+    return response
+
+
+def _abort(request: web.Request) -> None:
+    """Close the client connection without ending the response, so the client sees an error."""
+    if request.transport is not None:
+        request.transport.close()
+
+
+async def handle_models(request: web.Request) -> web.StreamResponse:
+    """GET /v1/models: the union of every upstream's list, asked concurrently."""
+    state = request.app[STATE]
+    upstreams = [state.upstream(u.name) for u in state.router.upstreams]
+    results = await asyncio.gather(*(_list_models(request, state, u) for u in upstreams))
+    seen: set[object] = set()
+    data: list[object] = []
+    for models in results:
+        for entry in models or ():
+            key = entry.get("id") if isinstance(entry, dict) else None
+            if key not in seen:
+                seen.add(key)
+                data.append(entry)
+    if all(models is None for models in results):
+        raise UpstreamError("no upstream answered GET /v1/models")
+    return web.Response(
+        body=orjson.dumps({"object": "list", "data": data}), content_type="application/json"
+    )
+
+
+async def _list_models(
+    request: web.Request, state: ProxyState, upstream: UpstreamConfig
+) -> list[Any] | None:
+    try:
+        async with UpstreamCall(request, state, upstream, b"") as resp:
+            if resp.status != 200:
+                raise UpstreamError(f"status {resp.status}")
+            body = orjson.loads(await resp.read())
+            data = body.get("data") if isinstance(body, dict) else None
+            if not isinstance(data, list):
+                raise UpstreamError("no data list in the answer")
+            return data
+    except (UpstreamError, orjson.JSONDecodeError, ClientConnectionError) as exc:
+        log.warning("GET /v1/models: skipping upstream %s: %s", upstream.route.name, exc)
+        return None

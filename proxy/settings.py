@@ -1,0 +1,185 @@
+"""Configuration: one pydantic-settings schema, fed by a TOML file and environment variables.
+
+Precedence, highest first: command-line flags, environment (``TOOLCALL_PROXY_*``, nested keys
+joined by ``__``, e.g. ``TOOLCALL_PROXY_TIMEOUTS__CONNECT=5``), the TOML file, the defaults.
+Unknown keys are errors, so a typo stops the start instead of being silently ignored; every
+error names the key (``upstreams[1].url``) or the file line.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from yarl import URL
+
+from proxy.dialects import check_names
+from proxy.errors import ConfigError
+
+ENV_PREFIX = "TOOLCALL_PROXY_"
+DEFAULT_PORT = 8090
+DEFAULT_CONFIG_PATH = Path("config/proxy.toml")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class UpstreamSettings(_Strict):
+    name: str = Field(min_length=1)
+    url: str
+    models: list[str] = Field(default_factory=lambda: ["*"])
+    api_key_env: str | None = None
+    normalize: bool = True
+    output: Literal["streamed", "coalesced"] = "streamed"
+    dialects: Literal["auto", "none"] | list[str] = "auto"
+    extract_from_reasoning: bool = False
+
+    @field_validator("url")
+    @classmethod
+    def _http_origin(cls, value: str) -> str:
+        url = URL(value)
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ValueError(f"must be an http(s) URL with a host, got {value!r}")
+        if url.query_string or url.fragment or url.user or url.password:
+            raise ValueError("must not carry a query, fragment or credentials")
+        return value.rstrip("/")
+
+    @field_validator("models")
+    @classmethod
+    def _patterns(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            if not pattern:
+                raise ValueError("model patterns must not be empty")
+            fnmatch.translate(pattern)
+        return value
+
+    @field_validator("dialects")
+    @classmethod
+    def _known_dialects(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, list):
+            check_names(value)
+        return value
+
+    def dialect_names(self) -> tuple[str, ...]:
+        if self.dialects == "none":
+            return ()
+        return check_names(["auto"] if self.dialects == "auto" else self.dialects)
+
+    def api_key(self) -> str | None:
+        if self.api_key_env is None:
+            return None
+        return os.environ.get(self.api_key_env)
+
+
+class TimeoutSettings(_Strict):
+    connect: float = Field(10.0, gt=0)
+    first_byte: float = Field(600.0, gt=0)  # prompt processing of a long context can take minutes
+    idle: float = Field(300.0, gt=0)
+
+
+class LimitSettings(_Strict):
+    max_event_bytes: int = Field(1 << 20, ge=1024)
+    max_held_bytes: int = Field(1 << 20, ge=1024)
+    max_request_body_bytes: int = Field(64 << 20, ge=1024)
+    max_response_body_bytes: int = Field(64 << 20, ge=1024)
+
+
+def _default_upstreams() -> list[UpstreamSettings]:
+    return [UpstreamSettings(name="default", url="http://127.0.0.1:8080")]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True
+    )
+
+    host: str = "127.0.0.1"
+    port: int = Field(DEFAULT_PORT, ge=0, le=65535)
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    upstreams: list[UpstreamSettings] = Field(default_factory=_default_upstreams, min_length=1)
+    default_upstream: str | None = None
+    timeouts: TimeoutSettings = TimeoutSettings()
+    limits: LimitSettings = LimitSettings()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Settings:
+        names = [u.name for u in self.upstreams]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise ValueError(f"upstreams[{i}].name: duplicate upstream name {name!r}")
+        if self.default_upstream is not None and self.default_upstream not in names:
+            raise ValueError(
+                f"default_upstream: {self.default_upstream!r} is not an upstream name"
+                f" (known: {', '.join(names)})"
+            )
+        for i, upstream in enumerate(self.upstreams):
+            if upstream.api_key_env is not None and upstream.api_key() is None:
+                raise ValueError(
+                    f"upstreams[{i}].api_key_env: environment variable"
+                    f" {upstream.api_key_env} is not set"
+                )
+        return self
+
+
+class _DictSource(PydanticBaseSettingsSource):
+    """The already-parsed TOML file, below the environment in precedence."""
+
+    def __init__(self, settings_cls: type[BaseSettings], data: dict[str, Any]) -> None:
+        super().__init__(settings_cls)
+        self._data = data
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._data.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return self._data
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc.strerror or exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+
+
+def load_settings(path: Path | None = None, **overrides: Any) -> Settings:
+    """Build Settings from a file (if any), the environment and explicit overrides."""
+    file_data = read_toml(path) if path is not None else {}
+
+    class _Loaded(Settings):
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return init_settings, env_settings, _DictSource(settings_cls, file_data)
+
+    where = f"{path}: " if path is not None else ""
+    try:
+        return _Loaded(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        raise ConfigError(where + describe_validation_error(exc)) from exc
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        key = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"]).lstrip(".")
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown key"
+        parts.append(f"{key}: {message}" if key else message)
+    return "; ".join(parts)

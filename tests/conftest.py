@@ -1,0 +1,66 @@
+"""Shared fixtures: real aiohttp upstreams on 127.0.0.1 and the real proxy in front of them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+from hypothesis import HealthCheck, settings
+
+from proxy.app import create_app
+from proxy.settings import Settings, UpstreamSettings
+
+settings.register_profile(
+    "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("deep", max_examples=5000, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+FIXTURES = Path(__file__).parent / "fixtures"
+UPSTREAM_FIXTURES = FIXTURES / "upstream"
+
+StartUpstream = Callable[[web.Application], Awaitable[TestServer]]
+StartProxy = Callable[..., Awaitable[TestClient[web.Request, web.Application]]]
+
+
+@pytest.fixture
+def start_upstream(aiohttp_server: Any) -> StartUpstream:
+    """Start an aiohttp app on 127.0.0.1 as an upstream; returns its TestServer."""
+
+    async def start(app: web.Application) -> TestServer:
+        # TestServer cancels handlers when their client leaves, as the CLI's server does.
+        server: TestServer = await aiohttp_server(app)
+        return server
+
+    return start
+
+
+def upstream_url(server: TestServer, prefix: str = "") -> str:
+    return f"http://127.0.0.1:{server.port}{prefix}"
+
+
+@pytest.fixture
+def start_proxy(aiohttp_client: Any) -> StartProxy:
+    """Start the real proxy app for the given upstreams (TestServers or settings)."""
+
+    async def start(
+        *upstreams: TestServer | UpstreamSettings, **settings_kwargs: Any
+    ) -> TestClient[web.Request, web.Application]:
+        configs = [
+            u
+            if isinstance(u, UpstreamSettings)
+            else UpstreamSettings(name=f"up{i}", url=upstream_url(u))
+            for i, u in enumerate(upstreams)
+        ]
+        proxy_settings = Settings(upstreams=configs, **settings_kwargs)
+        client: TestClient[web.Request, web.Application] = await aiohttp_client(
+            create_app(proxy_settings)
+        )
+        return client
+
+    return start

@@ -1,0 +1,103 @@
+"""Configuration: files, environment, defaults, and start-up errors that name the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from proxy.cli import main
+from proxy.errors import ConfigError
+from proxy.settings import DEFAULT_PORT, load_settings
+
+CONFIG_DIR = Path(__file__).parent.parent / "config"
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "proxy.toml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_listen_locally_and_route_to_llama_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = load_settings(None)
+    assert (settings.host, settings.port) == ("127.0.0.1", DEFAULT_PORT)
+    [upstream] = settings.upstreams
+    assert upstream.url == "http://127.0.0.1:8080"
+    assert upstream.models == ["*"]
+
+
+@pytest.mark.parametrize("path", sorted(CONFIG_DIR.glob("*.toml")), ids=lambda p: p.name)
+def test_shipped_configs_load(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VLLM_API_KEY", "x")
+    monkeypatch.setenv("OPENAI_COMPAT_API_KEY", "x")
+    settings = load_settings(path)
+    assert settings.upstreams
+
+
+def test_file_values_and_environment_overrides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(
+        tmp_path,
+        'port = 9000\n[timeouts]\nconnect = 3\n[[upstreams]]\nname = "a"\nurl = "http://127.0.0.1:1/p/"\nmodels = ["x*"]\n',
+    )
+    monkeypatch.setenv("TOOLCALL_PROXY_PORT", "9100")
+    monkeypatch.setenv("TOOLCALL_PROXY_TIMEOUTS__IDLE", "7")
+    settings = load_settings(path)
+    assert settings.port == 9100
+    assert settings.timeouts.connect == 3
+    assert settings.timeouts.idle == 7
+    assert settings.upstreams[0].url == "http://127.0.0.1:1/p"
+    assert load_settings(path, port=9200).port == 9200
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '[[upstreams]]\nname = "a"\nurl = "http://x"\nmodles = ["*"]\n',
+            r"upstreams\[0\]\.modles: unknown key",
+        ),
+        ("lisen = 1\n", r"lisen: unknown key"),
+        (
+            '[[upstreams]]\nname = "a"\nurl = "ftp://x"\n',
+            r"upstreams\[0\]\.url: must be an http\(s\) URL",
+        ),
+        ('[[upstreams]]\nname = "a"\nurl = "not a url"\n', r"upstreams\[0\]\.url"),
+        (
+            '[[upstreams]]\nname = "a"\nurl = "http://x"\n[[upstreams]]\nname = "a"\nurl = "http://y"\n',
+            r"upstreams\[1\]\.name: duplicate upstream name 'a'",
+        ),
+        (
+            'default_upstream = "b"\n[[upstreams]]\nname = "a"\nurl = "http://x"\n',
+            r"default_upstream: 'b'",
+        ),
+        ("[timeouts]\nconnect = -1\n", r"timeouts\.connect"),
+        (
+            '[[upstreams]]\nname = "a"\nurl = "http://x"\napi_key_env = "NO_SUCH_VAR_X"\n',
+            r"upstreams\[0\]\.api_key_env: .*NO_SUCH_VAR_X",
+        ),
+        ("port = \n", r"invalid TOML: .*line 1"),
+    ],
+)
+def test_invalid_config_names_the_key(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError, match=message):
+        load_settings(path)
+
+
+def test_unreadable_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_settings(tmp_path / "missing.toml")
+
+
+def test_cli_exits_2_with_one_line_naming_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, '[[upstreams]]\nname = "a"\nurl = "http://x"\nmodels = 3\n')
+    assert main(["--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("toolcall-proxy: config error: ")
+    assert "upstreams[0].models" in err
+    assert err.count("\n") == 1
