@@ -54,8 +54,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--upstream", required=True)
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop")
     args = parser.parse_args()
-    serve.run(serve.serve(create_app(args.upstream), args.port))
+    serve.run(serve.serve(create_app(args.upstream), args.port), args.loop)
 
 
 if __name__ == "__main__":

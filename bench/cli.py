@@ -13,13 +13,14 @@ from pathlib import Path
 
 import orjson
 
-from bench import report, runner, targets
+from bench import profile, report, runner, targets
 from bench.runner import Load, Plan
 from bench.shapes import SHAPES
 
 ALL_LOADS = "1x0,10x0,100x0,1x20,10x20,100x20"
 QUICK_LOADS = "10x0,100x20"
 TARGETS = ("direct", "proxy", "nginx", "bare", "litellm")
+MORE_TARGETS = ("proxy@DIR (the proxy of another checkout)", "bare-asyncio")
 
 
 def _loads(spec: str) -> list[Load]:
@@ -60,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--warmup", type=float, default=0.5, help="seconds of load per shape before measuring"
     )
+    p.add_argument(
+        "--profile", metavar="TARGET", help="sample this target (its table name) with py-spy"
+    )
     p.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     return p
 
@@ -72,14 +76,19 @@ def _targets(names: list[str], args: argparse.Namespace) -> list[targets.Target]
                 print("toolcall-proxy: proxy/cli.py not found, skipped", file=sys.stderr)
                 continue
             chosen.append(targets.Proxy())
+        elif name.startswith("proxy@"):
+            root = Path(name.removeprefix("proxy@")).resolve()
+            if not (root / "proxy" / "cli.py").is_file():
+                raise SystemExit(f"{name}: no proxy/cli.py under {root}")
+            chosen.append(targets.Proxy(root))
         elif name == "nginx":
             binary = targets.nginx_binary(install=not args.no_install)
             if binary is None:
                 print("nginx: not installed, skipped", file=sys.stderr)
                 continue
             chosen.append(targets.Nginx(binary))
-        elif name == "bare":
-            chosen.append(targets.Bare())
+        elif name in ("bare", "bare-asyncio"):
+            chosen.append(targets.Bare("asyncio" if name == "bare-asyncio" else "uvloop"))
         elif name == "litellm":
             command = targets.litellm_command(args.litellm)
             if command is None:
@@ -87,7 +96,7 @@ def _targets(names: list[str], args: argparse.Namespace) -> list[targets.Target]
                 continue
             chosen.append(targets.LiteLLM(command))
         elif name != "direct":
-            raise SystemExit(f"unknown target {name!r}; known: {', '.join(TARGETS)}")
+            raise SystemExit(f"unknown target {name!r}; known: {', '.join(TARGETS + MORE_TARGETS)}")
     return chosen
 
 
@@ -111,10 +120,16 @@ def main(argv: list[str] | None = None) -> int:
         warmup=args.warmup,
     )
     chosen = _targets([t for t in args.targets.split(",") if t], args)
+    stem = args.out / time.strftime("%Y%m%d-%H%M%S")
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.profile:
+        if profile.py_spy() is None:
+            raise SystemExit("--profile needs py-spy: pip install -e '.[bench]'")
+        plan.profile = args.profile
+        plan.profile_dir = str(stem) + "-profile"
+        Path(plan.profile_dir).mkdir()
     result = runner.run(plan, chosen, progress=lambda line: print(line, file=sys.stderr))
     table = report.markdown(result) + "\n" + report.machine_line(result) + "\n"
-    args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / time.strftime("%Y%m%d-%H%M%S")
     result["summary"] = report.summarize(result["cells"])
     stem.with_suffix(".json").write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2))
     stem.with_suffix(".md").write_text(table)

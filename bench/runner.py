@@ -21,7 +21,7 @@ from pathlib import Path
 
 import orjson
 
-from bench import procstat
+from bench import procstat, profile
 from bench.shapes import model_name
 from bench.targets import ROOT, Target, start_upstream
 
@@ -45,6 +45,8 @@ class Plan:
     chunks: int = 200
     max_requests: int = 1_000_000
     warmup: float = 0.5
+    profile: str | None = None  # name of a target to sample with py-spy during each load
+    profile_dir: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
 
 
@@ -63,7 +65,7 @@ def _load(
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=ROOT)
 
 
-def measure(target: Target, plan: Plan, shape: str, load: Load) -> dict[str, object]:
+def measure(target: Target, plan: Plan, shape: str, load: Load, rep: int = 0) -> dict[str, object]:
     """One load against one target, with the target's CPU and memory over it."""
     duration = plan.idle_duration if load.fresh else plan.duration
     model = model_name(shape, plan.chunks, load.delay_ms)
@@ -71,6 +73,10 @@ def measure(target: Target, plan: Plan, shape: str, load: Load) -> dict[str, obj
     cpu0 = procstat.cpu_seconds(pids)
     rss0 = peak = procstat.rss_bytes(pids)
     proc = _load(target.base + PATH, model, load.concurrency, duration, plan.max_requests)
+    spy = None
+    if target.pid and plan.profile == target.name and plan.profile_dir:
+        name = f"{target.name}-{shape}-{load.concurrency}x{load.delay_ms}-rep{rep}.txt"
+        spy = profile.record(target.pid, duration, Path(plan.profile_dir) / name)
     deadline = time.monotonic() + duration + 60
     while proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -79,6 +85,8 @@ def measure(target: Target, plan: Plan, shape: str, load: Load) -> dict[str, obj
     if proc.poll() is None:
         proc.kill()
     out, _ = proc.communicate()
+    if spy is not None:
+        spy.wait(30)
     if proc.returncode != 0 or not out.strip():
         result: dict[str, object] = {"chunks": 0, "errors": {f"load exit {proc.returncode}": 1}}
     else:
@@ -135,7 +143,7 @@ def run(plan: Plan, targets: list[Target], progress=print) -> dict[str, object]:
                                 target.stop()
                                 target.start(upstream.url, workdir)
                                 _warm(target, plan)
-                            cell = measure(target, plan, shape, load)
+                            cell = measure(target, plan, shape, load, rep)
                             cell.update(
                                 target=target.name,
                                 shape=shape,

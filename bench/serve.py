@@ -9,14 +9,16 @@ from typing import Any
 from aiohttp import web
 
 
-def run(main: Coroutine[Any, Any, None]) -> None:
+def run(main: Coroutine[Any, Any, None], loop: str = "uvloop") -> None:
     """Run on uvloop when it is installed: the bench's own servers should cost little."""
     try:
         import uvloop
     except ImportError:
-        asyncio.run(main)
-    else:
+        loop = "asyncio"
+    if loop == "uvloop":
         uvloop.run(main)
+    else:
+        asyncio.run(main)
 
 
 async def serve(app: web.Application, port: int) -> None:

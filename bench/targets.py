@@ -42,12 +42,14 @@ def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float, log: Pat
 class Server:
     """A child process listening on a port, its output in a log file of the work dir."""
 
-    def __init__(self, name: str, argv: list[str], port: int, workdir: Path, timeout: float):
+    def __init__(
+        self, name: str, argv: list[str], port: int, workdir: Path, timeout: float, cwd: Path = ROOT
+    ):
         self.port = port
         self.log = workdir / f"{name}.log"
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
-                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT
+                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd
             )
         try:
             wait_port(port, self.proc, timeout, self.log)
@@ -81,6 +83,7 @@ class Target:
 
     name = ""
     startup_timeout = 30.0
+    cwd = ROOT
 
     def __init__(self) -> None:
         self.server: Server | None = None
@@ -92,7 +95,7 @@ class Target:
     def start(self, upstream: str, workdir: Path) -> None:
         port = free_port()
         argv = self.argv(upstream, port, workdir)
-        self.server = Server(self.name, argv, port, workdir, self.startup_timeout)
+        self.server = Server(self.name, argv, port, workdir, self.startup_timeout, self.cwd)
         self.base = self.server.url
 
     def stop(self) -> None:
@@ -118,19 +121,29 @@ class Direct(Target):
 
 
 class Bare(Target):
-    name = "bare aiohttp"
+    """bench/bare.py: the floor for an aiohttp proxy (on uvloop unless ``loop`` says asyncio)."""
+
+    def __init__(self, loop: str = "uvloop") -> None:
+        super().__init__()
+        self.loop = loop
+        self.name = "bare aiohttp" + ("" if loop == "uvloop" else f" ({loop})")
 
     def argv(self, upstream: str, port: int, workdir: Path) -> list[str]:
-        return [sys.executable, "-m", "bench.bare", "--upstream", upstream, "--port", str(port)]
+        argv = [sys.executable, "-m", "bench.bare", "--upstream", upstream, "--port", str(port)]
+        return [*argv, "--loop", self.loop]
 
 
 class Proxy(Target):
-    """This project's proxy, run the way a user runs it."""
+    """This project's proxy, run the way a user runs it; from another checkout (``root``, e.g.
+    a git worktree of an older commit) to compare before and after a change in one run."""
 
-    name = "toolcall-proxy"
+    def __init__(self, root: Path | None = None) -> None:
+        super().__init__()
+        self.name = "toolcall-proxy" + (f"@{root.name}" if root else "")
+        self.cwd = root or ROOT
 
     def argv(self, upstream: str, port: int, workdir: Path) -> list[str]:
-        config = workdir / "proxy.toml"
+        config = workdir / f"{self.name}.toml"
         config.write_text(f'[[upstreams]]\nname = "bench"\nurl = "{upstream}"\nmodels = ["*"]\n')
         return [sys.executable, "-m", "proxy", "--config", str(config), "--port", str(port)]
 
