@@ -24,7 +24,8 @@ from bench import serve
 from bench.shapes import parse_model
 from bench.stamps import StampScanner, now_us
 
-_HEADERS = {"Content-Type": "application/json", "Authorization": "Bearer bench"}
+API_KEY = "sk-bench-0123456789abcdef0123456789abcdef"  # a key LiteLLM accepts as a master key
+_HEADERS = {"Content-Type": "application/json", "Authorization": f"Bearer {API_KEY}"}
 
 
 @dataclass

@@ -107,7 +107,8 @@ def markdown(result: dict[str, Any]) -> str:
 def machine_line(result: dict[str, Any]) -> str:
     m = result["machine"]
     plan = result["plan"]
-    versions = ", ".join(f"{k} {v}" for k, v in m.get("versions", {}).items())
+    packages = {k: v for k, v in m.get("packages", {}).items() if v}
+    versions = ", ".join(f"{k} {v}" for k, v in {**packages, **m.get("versions", {})}.items())
     return (
         f"{m['nproc']} CPUs ({m['cpu']}), Python {m['python']}, Linux {m['kernel']}"
         + (f", {versions}" if versions else "")

@@ -9,6 +9,7 @@ and samples its resident memory while the load runs.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import platform
 import resource
@@ -105,6 +106,13 @@ def _warm(target: Target, plan: Plan) -> None:
             _load(target.base + PATH, model, load.concurrency, plan.warmup, 1_000_000).communicate()
 
 
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def machine() -> dict[str, object]:
     model = next(
         (
@@ -119,6 +127,7 @@ def machine() -> dict[str, object]:
         "cpu": model,
         "python": platform.python_version(),
         "kernel": platform.release(),
+        "packages": {name: _version(name) for name in ("aiohttp", "uvloop", "orjson")},
         "loadavg_before": os.getloadavg(),
     }
 

@@ -16,6 +16,8 @@ from typing import Final
 
 import orjson
 
+from bench.load import API_KEY
+
 ROOT: Final = Path(__file__).resolve().parent.parent
 
 
@@ -147,6 +149,16 @@ class Proxy(Target):
         config.write_text(f'[[upstreams]]\nname = "bench"\nurl = "{upstream}"\nmodels = ["*"]\n')
         return [sys.executable, "-m", "proxy", "--config", str(config), "--port", str(port)]
 
+    def version(self) -> str:
+        git = ["git", "-C", str(self.cwd)]
+        head = subprocess.run(
+            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        )
+        dirty = subprocess.run(
+            [*git, "status", "--porcelain", "proxy"], capture_output=True, text=True
+        )
+        return head.stdout.strip() + (" (modified)" if dirty.stdout.strip() else "")
+
 
 NGINX_CONF: Final = """\
 daemon off;
@@ -233,9 +245,25 @@ class LiteLLM(Target):
         config = workdir / "litellm.yaml"  # JSON is YAML
         route = {"model": "openai/*", "api_base": upstream + "/v1", "api_key": "bench"}
         config.write_bytes(
-            orjson.dumps({"model_list": [{"model_name": "*", "litellm_params": route}]})
+            orjson.dumps(
+                {
+                    "model_list": [{"model_name": "*", "litellm_params": route}],
+                    # LiteLLM refuses to start without one; the load generator sends it.
+                    "general_settings": {"master_key": API_KEY},
+                }
+            )
         )
         return [*self.command, "--config", str(config), "--host", "127.0.0.1", "--port", str(port)]
+
+    def version(self) -> str:
+        # The interpreter that runs the command: this one, or the script's shebang.
+        python = self.command[0]
+        if python != sys.executable:
+            first = Path(python).read_bytes().split(b"\n", 1)[0]
+            python = first[2:].decode().strip() if first.startswith(b"#!") else sys.executable
+        code = "import importlib.metadata as m; print(m.version('litellm'))"
+        out = subprocess.run([python, "-c", code], capture_output=True, text=True)
+        return out.stdout.strip()
 
 
 def litellm_command(explicit: str | None) -> list[str] | None:
