@@ -130,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         Path(plan.profile_dir).mkdir()
     result = runner.run(plan, chosen, progress=lambda line: print(line, file=sys.stderr))
     table = report.markdown(result) + "\n" + report.machine_line(result) + "\n"
+    if checks := report.verdicts(report.summarize(result["cells"])):
+        table += "\nTargets (issue #6):\n\n" + "\n".join(checks) + "\n"
     result["summary"] = report.summarize(result["cells"])
     stem.with_suffix(".json").write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2))
     stem.with_suffix(".md").write_text(table)

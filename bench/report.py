@@ -117,3 +117,57 @@ def machine_line(result: dict[str, Any]) -> str:
         + f" ({plan['idle_duration']:g} s for idle streams),"
         + f" {plan['chunks']} payload chunks a stream."
     )
+
+
+PROXY, BARE, NGINX, LITELLM = "toolcall-proxy", "bare aiohttp", "nginx", "litellm"
+REWRITTEN = ("toolcall", "hermes")  # shapes the proxy must rewrite; "content" needs nothing
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or not b else a / b
+
+
+def verdicts(rows: list[dict[str, Any]]) -> list[str]:
+    """The issue's targets, each checked against the figures that exist ("met"/"MISSED")."""
+    at = {(r["shape"], r["concurrency"], r["delay_ms"], r["target"]): r for r in rows}
+    out: list[str] = []
+
+    def check(ok: bool | None, text: str) -> None:
+        if ok is not None:
+            out.append(f"- {'met' if ok else 'MISSED'}: {text}")
+
+    for (shape, conc, delay, target), r in sorted(at.items()):
+        if target != PROXY:
+            continue
+        where = f"{shape} {conc} x {delay} ms"
+        bare = at.get((shape, conc, delay, BARE), {})
+        nginx = at.get((shape, conc, delay, NGINX), {})
+        litellm = at.get((shape, conc, delay, LITELLM), {})
+        cpu = r["cpu_s_per_1k"]
+        if shape not in REWRITTEN and (x := _ratio(cpu, bare.get("cpu_s_per_1k"))) is not None:
+            check(x <= 1.1, f"{where}: CPU {x:.2f}x the bare proxy's (at most 1.1x)")
+        x = _ratio(cpu, nginx.get("cpu_s_per_1k"))
+        if shape in REWRITTEN and conc == 100 and delay == 0 and x is not None:
+            check(x <= 6, f"{where}: CPU {x:.1f}x nginx's (at most 6x, aim 3x)")
+        if (x := _ratio(litellm.get("cpu_s_per_1k"), cpu)) is not None:
+            check(x >= 15, f"{where}: LiteLLM spends {x:.0f}x our CPU (at least 15x)")
+        if (ttfb := r["ttfb_p50_ms"]) is not None and bare.get("ttfb_p50_ms") is not None:
+            d = ttfb - bare["ttfb_p50_ms"]
+            check(d <= 1, f"{where}: TTFB p50 {d:+.2f} ms against the bare proxy's (within 1 ms)")
+        if conc == 100 and delay == 20:
+            if (pct := r["pct_direct"]) is not None:
+                check(pct >= 99, f"{where}: {pct:.1f}% of the direct throughput (at least 99%)")
+            if (p50 := r["added_p50_ms"]) is not None:
+                check(p50 < 0.2, f"{where}: added latency p50 {p50:+.2f} ms (under 0.2 ms)")
+            if (p99 := r["added_p99_ms"]) is not None and bare.get("added_p99_ms") is not None:
+                check(
+                    p99 <= bare["added_p99_ms"],
+                    f"{where}: added p99 {p99:+.2f} ms, bare {bare['added_p99_ms']:+.2f} ms"
+                    " (no worse)",
+                )
+        if conc >= 1000:
+            errors = sum(r["errors"].values())
+            check(errors == 0, f"{where}: {errors} errors (none)")
+            if (kb := r["rss_per_stream_kb"]) is not None:
+                check(kb < 50, f"{where}: RSS grew {kb:.1f} KB per open stream (under 50 KB)")
+    return out
