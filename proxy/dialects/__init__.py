@@ -11,9 +11,37 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from proxy.dialects.base import Extractor, Tools
+from proxy.dialects.block import Dialect
+from proxy.dialects.deepseek import DeepSeek
+from proxy.dialects.extractor import MarkupExtractor
+from proxy.dialects.glm import Glm
+from proxy.dialects.granite import Granite
+from proxy.dialects.harmony import Harmony
+from proxy.dialects.hermes import Hermes
+from proxy.dialects.kimi_k2 import KimiK2
+from proxy.dialects.llama3_json import Llama3Json
+from proxy.dialects.mistral import Mistral
+from proxy.dialects.pythonic import Pythonic
+from proxy.dialects.qwen3_coder import Qwen3Coder
 from proxy.errors import ConfigError
 
-DIALECTS: Final[Mapping[str, object]] = {}
+# Order matters where dialects share a marker (<tool_call>): the first to recognise the
+# block's content takes it.
+DIALECTS: Final[Mapping[str, type[Dialect]]] = {
+    dialect.name: dialect
+    for dialect in (
+        Hermes,
+        Qwen3Coder,
+        Glm,
+        Mistral,
+        Llama3Json,
+        Pythonic,
+        DeepSeek,
+        KimiK2,
+        Harmony,
+        Granite,
+    )
+}
 
 
 def check_names(names: Sequence[str]) -> tuple[str, ...]:
@@ -29,4 +57,7 @@ def check_names(names: Sequence[str]) -> tuple[str, ...]:
 
 def build_extractor(names: Sequence[str], tools: Tools) -> Extractor | None:
     """The content parser for one choice, or None when no dialect applies."""
-    return None
+    selected = check_names(names)
+    if not selected:
+        return None
+    return MarkupExtractor([DIALECTS[name](tools) for name in selected])

@@ -12,6 +12,8 @@ Contract (checked for every registered dialect by tests/dialects/test_contract.p
 * Plain text with no marker comes back as :class:`Text`, unchanged.
 * A call is opened (:class:`CallOpen`) only once its complete name is known. Text that turns
   out not to be a call is given back as :class:`Text`, unchanged.
+* Text is given out as soon as it cannot be the start of a marker; a call's arguments as soon
+  as they are certain. ``close()`` gives out everything still held.
 * After :class:`CallOpen`, :class:`CallArgs` fragments follow; they join into the call's
   arguments as a JSON object text. :class:`CallClose` ends the call; ``error`` says why the
   markup broke or ended early, in which case the call holds what arrived.
@@ -57,3 +59,10 @@ class Extractor(Protocol):
     def feed(self, text: str) -> list[Segment]: ...
 
     def close(self) -> list[Segment]: ...
+
+    @property
+    def held(self) -> int:
+        """Characters fed but not yet given out in any segment (a possible marker, markup
+        before its call's name, a typed value before its closing tag). The normalizer
+        compares it with its cap; past the cap it fails open."""
+        ...

@@ -1,0 +1,129 @@
+"""The content parser of one choice: every enabled dialect at once, over one shared scanner.
+
+Content is forwarded as :class:`Text` until an opening marker of some dialect; only the tail
+that could still become a marker is held back. At a marker the dialect's block parser takes
+over (a :class:`Fork` when several dialects open with the same marker) until its markup ends,
+and scanning resumes on the text after it. Markup without a marker of its own (a bare JSON
+object, a Python-style list) is looked for only where the content starts, leading whitespace
+aside.
+
+Feeding the same text cut differently gives the same segments, except that :class:`Text`
+may come in different pieces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from proxy.dialects.base import Segment, Text
+from proxy.dialects.block import WHITESPACE, Block, Dialect, Fork, Step
+from proxy.dialects.scan import MarkerScanner
+
+
+class MarkupExtractor:
+    def __init__(self, dialects: Sequence[Dialect]) -> None:
+        self._anywhere: dict[str, list[Dialect]] = {}
+        self._at_start: dict[str, list[Dialect]] = {}
+        for dialect in dialects:
+            for marker in dialect.openers:
+                self._anywhere.setdefault(marker, []).append(dialect)
+            for marker in (*dialect.openers, *dialect.start_openers):
+                self._at_start.setdefault(marker, []).append(dialect)
+        self._scanner = MarkerScanner(self._anywhere) if self._anywhere else None
+        self._start_scanner = MarkerScanner(self._at_start) if self._at_start else None
+        self._text = ""  # scanned text not yet released
+        self._block: Block | None = None
+        self._marker = ""
+        self._starting = True  # nothing but whitespace released so far
+
+    @property
+    def held(self) -> int:
+        """Characters fed but not yet given out in any segment."""
+        return len(self._text) + (self._block.held if self._block else 0)
+
+    def feed(self, text: str) -> list[Segment]:
+        return self._run(text, final=False)
+
+    def close(self) -> list[Segment]:
+        return self._run("", final=True)
+
+    def _run(self, text: str, final: bool) -> list[Segment]:
+        out: list[Segment] = []
+        while True:
+            if self._block is None:
+                self._text += text
+                text = self._scan(out, final)
+                if self._block is None:
+                    return _merged(out)
+            else:
+                step = self._block.feed(text)
+                if final and not step.failed and step.rest is None:
+                    closing = self._block.close()
+                    step = Step(step.segments + closing.segments, closing.rest, closing.failed)
+                if step.failed:
+                    out.append(Text(self._marker))
+                else:
+                    out.extend(step.segments)
+                if step.rest is None:
+                    return _merged(out)
+                self._block = None
+                text = step.rest
+
+    def _scan(self, out: list[Segment], final: bool) -> str:
+        """Release text up to the next marker; open its block and return the text after it."""
+        if self._starting:
+            stripped = self._text.lstrip(WHITESPACE)
+            self._release(len(self._text) - len(stripped), out)
+            if not stripped:
+                return ""
+            marker = self._start_marker(final)
+            if marker is _WAIT:
+                return ""
+            self._starting = False
+            if marker is not None:
+                return self._open(marker, self._at_start[marker])
+        if self._scanner is None:
+            end, found = len(self._text), None
+        else:
+            end, found = self._scanner.scan(self._text, final=final)
+        self._release(end, out)
+        if found is None:
+            return ""
+        return self._open(found.marker, self._anywhere[found.marker])
+
+    def _start_marker(self, final: bool) -> str | None:
+        """The marker the content starts with, None if none, _WAIT while it may grow into one."""
+        if self._start_scanner is None:
+            return None
+        if not final and self._start_scanner.could_start(self._text):
+            return _WAIT
+        found = self._start_scanner.find(self._text)
+        return found.marker if found is not None and found.start == 0 else None
+
+    def _open(self, marker: str, dialects: list[Dialect]) -> str:
+        blocks = [dialect.block(marker) for dialect in dialects]
+        self._block = blocks[0] if len(blocks) == 1 else Fork(blocks)
+        self._marker = marker
+        rest = self._text[len(marker) :]
+        self._text = ""
+        return rest
+
+    def _release(self, end: int, out: list[Segment]) -> None:
+        if end:
+            out.append(Text(self._text[:end]))
+            self._text = self._text[end:]
+
+
+_WAIT: Final = "\0wait"
+
+
+def _merged(segments: list[Segment]) -> list[Segment]:
+    """Adjacent Text pieces joined: one content delta per feed is enough."""
+    out: list[Segment] = []
+    for segment in segments:
+        if isinstance(segment, Text) and out and isinstance(out[-1], Text):
+            out[-1] = Text(out[-1].text + segment.text)
+        else:
+            out.append(segment)
+    return out

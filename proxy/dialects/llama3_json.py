@@ -1,0 +1,73 @@
+"""Llama 3 JSON: a bare ``{"name": ..., "parameters": {...}}`` object (Llama 3.1-3.3).
+
+The Llama 3.1 JSON tool template (vLLM ``examples/tool_chat_template_llama3.1_json.jinja``,
+from Meta's model card) asks the model to "respond in the format {"name": function name,
+"parameters": dictionary of argument name and its value}" and renders a past call as
+``{"name": "get_weather", "parameters": {"city": "Paris"}}``. The model may put its
+``<|python_tag|>`` token first, and vLLM's llama3_json parser also takes several objects
+separated by ``;`` (one line, cut here)::
+
+    <|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}};
+    {"name": "get_time", "parameters": {}}
+
+Without a marker, the object is looked for only at the start of the content, and only for a
+function the request declared: ``{"name": "Alice", ...}`` in an answer stays text.
+``"arguments"`` is accepted for ``"parameters"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from proxy.dialects.block import DONE, Block, BlockParser, Broken, Dialect, Handler
+from proxy.dialects.jsonscan import JsonCall
+
+PYTHON_TAG = "<|python_tag|>"
+BARE = "{"
+
+
+class Llama3JsonBlock(BlockParser):
+    def __init__(self, marker: str, dialect: Llama3Json) -> None:
+        super().__init__(marker, "call")
+        # The bare form's marker is the object's own brace; the tag form is strong enough on
+        # its own to take any name.
+        self._accept = dialect.declared if marker == BARE else (lambda name: True)
+        self.call = JsonCall(self, self._accept, brace_taken=marker == BARE)
+
+    def _call(self, final: bool) -> bool:
+        moved = self.call.step(final)
+        if self.call.done:
+            self.state = "next"
+        return moved
+
+    def _next(self, final: bool) -> bool:
+        sep = self.optional((";",), final)
+        if sep is None:
+            return False
+        if not sep:
+            self.state = DONE
+            return True
+        self.state = "another"
+        return True
+
+    def _another(self, final: bool) -> bool:
+        self.skip_ws()
+        if self.at_end():
+            if final:
+                raise Broken("nothing after ';'")
+            return False
+        self.call = JsonCall(self, self._accept)
+        self.state = "call"
+        return True
+
+    STEPS: ClassVar[Mapping[str, Handler]] = {"call": _call, "next": _next, "another": _another}
+
+
+class Llama3Json(Dialect):
+    name = "llama3_json"
+    openers = (PYTHON_TAG,)
+    start_openers = (BARE,)
+
+    def block(self, marker: str) -> Block:
+        return Llama3JsonBlock(marker, self)
