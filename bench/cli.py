@@ -50,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--idle-duration", type=float, default=10.0, help="seconds for the idle load")
     p.add_argument("--shapes", default=",".join(SHAPES), help="stream shapes to send")
-    p.add_argument("--chunks", type=int, default=200, help="payload chunks per stream")
+    p.add_argument("--chunks", type=int, default=100, help="payload chunks per stream")
     p.add_argument(
         "--targets", default=",".join(TARGETS), help="what to measure ('direct' always is)"
     )

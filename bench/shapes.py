@@ -32,6 +32,24 @@ _HERMES_OPEN: Final = (
 _HERMES_CLOSE: Final = ('"}}', "\n", "</tool_call>")
 
 
+# What the load generator offers the model on every request, as an agent would: a proxy may
+# only turn markup into tool calls when the client offered tools.
+TOOLS: Final = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather for a place",
+            "parameters": {
+                "type": "object",
+                "properties": {"q": {"type": "string"}},
+                "required": ["q"],
+            },
+        },
+    }
+]
+
+
 @dataclass(frozen=True, slots=True)
 class Request:
     shape: str
