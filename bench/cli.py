@@ -1,6 +1,7 @@
 """``python -m bench``: measure direct, this proxy, nginx, a bare aiohttp proxy and LiteLLM.
 
-Writes bench/results/<time>.json (every measurement) and .md (the table), prints the table.
+Writes bench/results/<time>.json (every measurement), <time>.md (the table) and <time>-logs/
+(the servers' configs and logs), and prints the table.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--idle-duration", type=float, default=10.0, help="seconds for the idle load")
     p.add_argument("--shapes", default=",".join(SHAPES), help="stream shapes to send")
     p.add_argument("--chunks", type=int, default=100, help="payload chunks per stream")
+    p.add_argument(
+        "--max-requests", type=int, default=1_000_000, help="end a load after this many streams"
+    )
     p.add_argument(
         "--targets", default=",".join(TARGETS), help="what to measure ('direct' always is)"
     )
@@ -117,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         duration=args.duration or (2.0 if args.quick else 5.0),
         idle_duration=args.idle_duration,
         chunks=args.chunks,
+        max_requests=args.max_requests,
         warmup=args.warmup,
     )
     chosen = _targets([t for t in args.targets.split(",") if t], args)
@@ -128,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
         plan.profile = args.profile
         plan.profile_dir = str(stem) + "-profile"
         Path(plan.profile_dir).mkdir()
-    result = runner.run(plan, chosen, progress=lambda line: print(line, file=sys.stderr))
+    workdir = Path(f"{stem}-logs")  # servers' configs and logs, kept for a look afterwards
+    workdir.mkdir()
+    result = runner.run(plan, chosen, workdir, progress=lambda line: print(line, file=sys.stderr))
     table = report.markdown(result) + "\n" + report.machine_line(result) + "\n"
     if checks := report.verdicts(report.summarize(result["cells"])):
         table += "\nTargets (issue #6):\n\n" + "\n".join(checks) + "\n"

@@ -16,7 +16,6 @@ import platform
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -86,8 +85,7 @@ def measure(target: Target, plan: Plan, shape: str, load: Load, rep: int = 0) ->
     deadline = time.monotonic() + duration + 60
     while proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-        if target.pid:
-            peak = max(peak, procstat.rss_bytes(procstat.tree(target.pid)))
+        peak = max(peak, procstat.rss_bytes(pids))  # the tree is read again at the end only
     if proc.poll() is None:
         proc.kill()
     out, _ = proc.communicate()
@@ -137,42 +135,46 @@ def machine() -> dict[str, object]:
     }
 
 
-def run(plan: Plan, targets: list[Target], progress=print) -> dict[str, object]:
-    """Measure everything; returns the raw measurements (see report.summarize)."""
+def _matrix(plan: Plan) -> list[tuple[str, Load]]:
+    """(shape, load) pairs in the order they run; the idle load only with IDLE_SHAPE."""
+    return [
+        (shape, load)
+        for shape in plan.shapes
+        for load in plan.loads
+        if not (load.fresh and shape != IDLE_SHAPE and IDLE_SHAPE in plan.shapes)
+    ]
+
+
+def _restart(target: Target, plan: Plan, upstream: str, workdir: Path) -> None:
+    target.stop()
+    target.start(upstream, workdir)
+    _warm(target, plan)
+
+
+def run(plan: Plan, targets: list[Target], workdir: Path, progress=print) -> dict[str, object]:
+    """Measure everything (servers' configs and logs go to ``workdir``); returns the raw
+    measurements, which report.summarize turns into figures."""
     _raise_fd_limit()
     info = machine()
     cells: list[dict[str, object]] = []
-    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
-        workdir = Path(tmp)
-        upstream = start_upstream(workdir)
-        try:
-            for target in targets:
-                target.start(upstream.url, workdir)
-                _warm(target, plan)
-            for shape in plan.shapes:
-                for load in plan.loads:
-                    if load.fresh and shape != IDLE_SHAPE and IDLE_SHAPE in plan.shapes:
-                        continue
-                    for rep in range(plan.reps):
-                        for target in targets:
-                            if load.fresh and target.pid:
-                                target.stop()
-                                target.start(upstream.url, workdir)
-                                _warm(target, plan)
-                            cell = measure(target, plan, shape, load, rep)
-                            cell.update(
-                                target=target.name,
-                                shape=shape,
-                                rep=rep,
-                                delay_ms=load.delay_ms,
-                                concurrency=load.concurrency,
-                            )
-                            cells.append(cell)
-                            progress(_line(cell))
-        finally:
-            for target in targets:
-                target.stop()
-            upstream.stop()
+    upstream = start_upstream(workdir)
+    try:
+        for target in targets:
+            _restart(target, plan, upstream.url, workdir)
+        for shape, load in _matrix(plan):
+            for rep in range(plan.reps):
+                for target in targets:
+                    if load.fresh and target.pid:
+                        _restart(target, plan, upstream.url, workdir)
+                    cell = measure(target, plan, shape, load, rep)
+                    cell.update(target=target.name, shape=shape, rep=rep)
+                    cell.update(concurrency=load.concurrency, delay_ms=load.delay_ms)
+                    cells.append(cell)
+                    progress(_line(cell))
+    finally:
+        for target in targets:
+            target.stop()
+        upstream.stop()
     info["loadavg_after"] = os.getloadavg()
     info["versions"] = {t.name: v for t in targets if (v := t.version())}
     return {
