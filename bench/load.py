@@ -123,7 +123,8 @@ async def run_load(
         "started": t.started,
         "completed": t.completed,
         "chunks": t.chunks,
-        "chunks_per_s": t.steady_chunks / steady if steady > 0 else 0.0,
+        # A load that ran out of requests before its ramp ended has no steady part.
+        "chunks_per_s": t.steady_chunks / steady if steady > 0 else t.chunks / max(elapsed, 1e-9),
         "ttfb_ms": {q: _ms(percentile(t.ttfb_us, float(q[1:]))) for q in ("p50", "p99")},
         "latency_ms": {q: _ms(percentile(t.latency_us, float(q[1:]))) for q in ("p50", "p99")},
         "errors": dict(t.errors),

@@ -6,10 +6,14 @@ from collections.abc import AsyncIterator
 
 from aiohttp import ClientSession, DummyCookieJar, TCPConnector, hdrs, web
 
+from proxy.accesslog import access_middleware
 from proxy.handlers import handle_proxy
+from proxy.metrics import METRICS, Metrics, handle_metrics
 from proxy.middlewares import error_middleware, request_id_middleware
+from proxy.normalize import NormalizeOptions
+from proxy.readiness import READINESS, Readiness, handle_ready
 from proxy.routing import Router, Upstream
-from proxy.settings import Settings
+from proxy.settings import Settings, UpstreamSettings
 from proxy.state import STATE, ProxyState, UpstreamConfig
 
 # The proxy's own endpoints live under a prefix that no LLM server uses, so that an upstream's
@@ -25,8 +29,18 @@ def build_upstreams(settings: Settings) -> dict[str, UpstreamConfig]:
             route=Upstream(options.name, options.url, tuple(options.models)),
             options=options,
             authorization=f"Bearer {key}" if key is not None else None,
+            normalize=normalize_options(options, settings) if options.normalize else None,
         )
     return configs
+
+
+def normalize_options(options: UpstreamSettings, settings: Settings) -> NormalizeOptions:
+    return NormalizeOptions(
+        coalesce=options.output == "coalesced",
+        dialects=options.dialect_names(),
+        extract_from_reasoning=options.extract_from_reasoning,
+        max_held_bytes=settings.limits.max_held_bytes,
+    )
 
 
 async def handle_health(request: web.Request) -> web.Response:
@@ -35,11 +49,13 @@ async def handle_health(request: web.Request) -> web.Response:
 
 def create_app(settings: Settings) -> web.Application:
     app = web.Application(
-        middlewares=[request_id_middleware, error_middleware],
+        middlewares=[request_id_middleware, access_middleware(OWN_PREFIX), error_middleware],
         client_max_size=settings.limits.max_request_body_bytes,
     )
     upstreams = build_upstreams(settings)
     router = Router([u.route for u in upstreams.values()], settings.default_upstream)
+    app[METRICS] = Metrics(upstreams)
+    app[READINESS] = Readiness()
 
     async def client_session(app: web.Application) -> AsyncIterator[None]:
         session = ClientSession(
@@ -62,5 +78,7 @@ def create_app(settings: Settings) -> web.Application:
 
     app.cleanup_ctx.append(client_session)
     app.router.add_get(OWN_PREFIX + "health", handle_health)
+    app.router.add_get(OWN_PREFIX + "ready", handle_ready)
+    app.router.add_get(OWN_PREFIX + "metrics", handle_metrics)
     app.router.add_route("*", "/{tail:.*}", handle_proxy)
     return app

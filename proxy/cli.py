@@ -1,5 +1,8 @@
 """Command line: ``toolcall-proxy [--config PATH] [--host HOST] [--port PORT]`` serves.
 
+``toolcall-proxy COMMAND ...`` runs one of the operator tools listed in ``COMMANDS`` instead
+(``check``, ``fix``, ``probe``; each has ``--help``).
+
 ``main(argv)`` returns the exit status instead of exiting, so tests call it directly.
 Configuration errors print one line naming the key and exit with status 2.
 """
@@ -10,23 +13,48 @@ import argparse
 import asyncio
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Final, NamedTuple
 
 from aiohttp import web
 
 from proxy import __version__
+from proxy.accesslog import configure_logging
 from proxy.app import create_app
 from proxy.errors import ConfigError
-from proxy.settings import DEFAULT_CONFIG_PATH, DEFAULT_PORT, Settings, load_settings
+from proxy.settings import (
+    DEFAULT_CONFIG_PATH,
+    DEFAULT_PORT,
+    Settings,
+    load_settings,
+    resolve_config_path,
+)
+from proxy.tools import check, fix, probe
 
 PROG = "toolcall-proxy"
+
+
+class Command(NamedTuple):
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+COMMANDS: Final = {
+    "check": Command(check.HELP, check.add_arguments, check.run),
+    "fix": Command(fix.HELP, fix.add_arguments, fix.run),
+    "probe": Command(probe.HELP, probe.add_arguments, probe.run),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Repairs streamed tool calls from OpenAI-compatible servers.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"operator tools ({PROG} COMMAND --help):\n"
+        + "\n".join(f"  {name:<7} {c.help}" for name, c in COMMANDS.items()),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument(
@@ -38,12 +66,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, help=f"port to listen on (default {DEFAULT_PORT})")
     parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
     return parser
-
-
-def resolve_config_path(given: Path | None) -> Path | None:
-    if given is not None:
-        return given
-    return DEFAULT_CONFIG_PATH if DEFAULT_CONFIG_PATH.is_file() else None
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -63,25 +85,42 @@ def event_loop() -> asyncio.AbstractEventLoop:
 
 
 def serve(settings: Settings) -> None:
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
+    configure_logging(settings.log_level)
     web.run_app(
         create_app(settings),
         host=settings.host,
         port=settings.port,
         handler_cancellation=True,
         loop=event_loop(),
+        access_log=None,  # proxy.accesslog writes one JSON line per request instead
         print=lambda line: logging.getLogger("toolcall_proxy").info("%s", line.strip()),
     )
 
 
+def run_command(name: str, argv: Sequence[str]) -> int:
+    command = COMMANDS[name]
+    parser = argparse.ArgumentParser(prog=f"{PROG} {name}", description=command.help)
+    command.add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return command.run(args)
+    except ConfigError as exc:
+        return config_error(exc)
+
+
+def config_error(exc: ConfigError) -> int:
+    print(f"{PROG}: config error: {exc.message}", file=sys.stderr)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in COMMANDS:
+        return run_command(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     try:
         settings = settings_from_args(args)
     except ConfigError as exc:
-        print(f"{PROG}: config error: {exc.message}", file=sys.stderr)
-        return 2
+        return config_error(exc)
     serve(settings)
     return 0

@@ -9,18 +9,36 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from time import perf_counter
 from typing import Any
 
 import orjson
-from aiohttp import ClientConnectionError, ClientResponse, ClientTimeout, hdrs, web
+from aiohttp import (
+    ClientConnectionError,
+    ClientResponse,
+    ClientTimeout,
+    ConnectionTimeoutError,
+    hdrs,
+    web,
+)
 from multidict import CIMultiDict
 from yarl import URL
 
 from proxy.errors import ClientRequestError, UpstreamError, UpstreamTimeout
+from proxy.exchange import EXCHANGE
 from proxy.headers import end_to_end
+from proxy.ids import new_id_factory
+from proxy.normalize import RequestInfo, normalize_completion
 from proxy.pump import End, pump
 from proxy.routing import is_safe_path, upstream_url
-from proxy.state import REQUEST_ID, STATE, ProxyState, UpstreamConfig
+from proxy.state import (
+    REQUEST_ID,
+    STATE,
+    ProxyState,
+    UpstreamConfig,
+    is_chat_completion,
+    stream_normalizer,
+)
 
 log = logging.getLogger("toolcall_proxy")
 
@@ -36,7 +54,11 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
         raise ClientRequestError("the request path has dot segments")
     body, payload = await _read_body(request)
     model = payload.get("model") if isinstance(payload, dict) else None
-    upstream = state.upstream(state.router.route(model if isinstance(model, str) else None).name)
+    model = model if isinstance(model, str) else None
+    exchange = request[EXCHANGE]
+    exchange.model = model
+    upstream = state.upstream(state.router.route(model).name)
+    exchange.upstream = upstream.route.name
     async with UpstreamCall(request, state, upstream, body) as resp:
         return await _respond(request, state, upstream, payload, resp)
 
@@ -86,8 +108,15 @@ class UpstreamCall:
                     timeout=ClientTimeout(total=None, sock_connect=timeouts.connect),
                 )
         except TimeoutError as exc:
+            kind = (
+                "connect_timeout"
+                if isinstance(exc, ConnectionTimeoutError)
+                else "first_byte_timeout"
+            )
+            request[EXCHANGE].upstream_failed(upstream.route.name, kind)
             raise UpstreamTimeout(f"upstream {upstream.route.name!r} timed out") from exc
         except ClientConnectionError as exc:
+            request[EXCHANGE].upstream_failed(upstream.route.name, "unreachable")
             raise UpstreamError(
                 f"upstream {upstream.route.name!r} is unreachable: {type(exc).__name__}"
             ) from exc
@@ -119,8 +148,8 @@ def _upstream_headers(request: web.Request, upstream: UpstreamConfig) -> CIMulti
     return headers
 
 
-def _is_event_stream(resp: ClientResponse) -> bool:
-    return resp.headers.get(hdrs.CONTENT_TYPE, "").lower().startswith("text/event-stream")
+def _media_type(resp: ClientResponse) -> str:
+    return resp.headers.get(hdrs.CONTENT_TYPE, "").partition(";")[0].strip().lower()
 
 
 async def _respond(
@@ -130,23 +159,46 @@ async def _respond(
     payload: object,
     resp: ClientResponse,
 ) -> web.StreamResponse:
+    exchange = request[EXCHANGE]
+    exchange.meter.upstream_headers_at = perf_counter()
+    media_type = _media_type(resp)
+    rewritable = resp.status == 200 and hdrs.CONTENT_ENCODING not in resp.headers
+    head = b""
+    if rewritable and media_type == "application/json" and upstream.normalize is not None:
+        body, complete = b"", False
+        if is_chat_completion(request):
+            body, complete = await _read_capped(resp, state.settings.limits.max_response_body_bytes)
+        if complete:
+            return _completion_response(request, upstream, payload, resp, body)
+        head = body  # too large to hold: what was read goes out first, the rest streams
     rewriter = None
-    if resp.status == 200 and _is_event_stream(resp) and "Content-Encoding" not in resp.headers:
-        rewriter = state.stream_rewriter(upstream, request, payload)
-    drop = (hdrs.CONTENT_LENGTH,) if rewriter is not None else ()
+    if rewritable and media_type == "text/event-stream":
+        rewriter = stream_normalizer(upstream, request, payload)
     response = web.StreamResponse(status=resp.status, reason=resp.reason)
+    drop = (hdrs.CONTENT_LENGTH,) if rewriter is not None else ()
     response.headers.extend(end_to_end(resp.headers, drop=drop))
     response.headers["X-Request-Id"] = request[REQUEST_ID]
-    if _is_event_stream(resp):
+    if media_type == "text/event-stream":
         response.headers["X-Accel-Buffering"] = "no"
     await response.prepare(request)
+    exchange.response_started(
+        resp.status, streaming=media_type == "text/event-stream", rewriter=rewriter
+    )
+    if head:
+        exchange.meter.received(head)
+        exchange.meter.sending(head)
+        await response.write(head)
     end = await pump(
         resp,
         response,
         idle_timeout=state.settings.timeouts.idle,
         rewriter=rewriter,
         max_event_bytes=state.settings.limits.max_event_bytes,
+        meter=exchange.meter,
     )
+    exchange.body_ended(end.value)
+    if rewriter is not None and rewriter.repairs:
+        log.debug("upstream %s stream repairs: %s", upstream.route.name, dict(rewriter.repairs))
     if end is not End.COMPLETE:
         log.warning(
             "upstream %s stream ended early (%s); aborting the client's response",
@@ -156,6 +208,43 @@ async def _respond(
         _abort(request)
         return response
     await response.write_eof()
+    return response
+
+
+async def _read_capped(resp: ClientResponse, limit: int) -> tuple[bytes, bool]:
+    """Read the body up to ``limit`` bytes; the flag says whether that was all of it."""
+    if resp.content_length is not None and resp.content_length > limit:
+        return b"", False
+    body = bytearray()
+    while len(body) <= limit:
+        chunk = await resp.content.readany()
+        if not chunk:
+            return bytes(body), True
+        body += chunk
+    return bytes(body), False
+
+
+def _completion_response(
+    request: web.Request,
+    upstream: UpstreamConfig,
+    payload: object,
+    resp: ClientResponse,
+    body: bytes,
+) -> web.Response:
+    """The non-streaming chat completion, repaired."""
+    assert upstream.normalize is not None
+    exchange = request[EXCHANGE]
+    exchange.meter.received(body)
+    fixed, repairs = normalize_completion(
+        body, upstream.normalize, RequestInfo.from_body(payload), new_id=new_id_factory()
+    )
+    exchange.completion_rewritten(resp.status, repairs)
+    exchange.meter.sending(fixed)
+    if repairs:
+        log.debug("upstream %s completion repairs: %s", upstream.route.name, dict(repairs))
+    response = web.Response(status=resp.status, reason=resp.reason, body=fixed)
+    response.headers.extend(end_to_end(resp.headers, drop=(hdrs.CONTENT_LENGTH,)))
+    response.headers["X-Request-Id"] = request[REQUEST_ID]
     return response
 
 

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import enum
+from time import perf_counter
 from types import TracebackType
 from typing import Protocol
 
 from aiohttp import ClientConnectionError, ClientPayloadError, ClientResponse, web
 
+from proxy.meter import StreamMeter
 from proxy.sse import Event, RawBytes, SSEDecoder
 
 
@@ -87,8 +89,10 @@ async def pump(
     idle_timeout: float,
     rewriter: StreamRewriter | None = None,
     max_event_bytes: int,
+    meter: StreamMeter | None = None,
 ) -> End:
     """Copy the upstream body to the client until it ends; return how it ended."""
+    meter = StreamMeter() if meter is None else meter
     decoder = SSEDecoder(max_event_bytes=max_event_bytes) if rewriter is not None else None
     loop = asyncio.get_running_loop()
     end = End.COMPLETE
@@ -106,16 +110,26 @@ async def pump(
                 if not chunk:
                     break
                 if decoder is None or rewriter is None:
+                    meter.relayed(chunk)
                     await downstream.write(chunk)
                     continue
+                meter.received(chunk)
+                started = perf_counter()
                 out = [b for item in decoder.feed(chunk) for b in rewriter.feed(item)]
+                meter.processing.append(perf_counter() - started)
                 if out:
-                    await downstream.write(b"".join(out))
+                    data = b"".join(out)
+                    meter.sending(data)
+                    await downstream.write(data)
     except TimeoutError:
         end = End.IDLE_TIMEOUT
     if decoder is not None and rewriter is not None:
+        started = perf_counter()
         out = [b for item in decoder.close() for b in rewriter.feed(item)]
         out += rewriter.close(complete=end is End.COMPLETE)
+        meter.processing.append(perf_counter() - started)
         if out:
-            await downstream.write(b"".join(out))
+            data = b"".join(out)
+            meter.sending(data)
+            await downstream.write(data)
     return end

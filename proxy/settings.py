@@ -141,6 +141,13 @@ class _DictSource(PydanticBaseSettingsSource):
         return self._data
 
 
+def resolve_config_path(given: Path | None) -> Path | None:
+    """The file to read: the one given, else the default path when it exists, else none."""
+    if given is not None:
+        return given
+    return DEFAULT_CONFIG_PATH if DEFAULT_CONFIG_PATH.is_file() else None
+
+
 def read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as f:

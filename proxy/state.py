@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from aiohttp import ClientSession, web
 
-from proxy.pump import StreamRewriter
+from proxy.ids import new_id_factory
+from proxy.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
 from proxy.routing import Router, Upstream
 from proxy.settings import Settings, UpstreamSettings
 
@@ -17,6 +18,7 @@ class UpstreamConfig:
     route: Upstream
     options: UpstreamSettings
     authorization: str | None  # "Bearer <key>" from the environment, never from the file
+    normalize: NormalizeOptions | None  # None: this upstream is pure passthrough
 
 
 @dataclass(slots=True)
@@ -29,11 +31,20 @@ class ProxyState:
     def upstream(self, name: str) -> UpstreamConfig:
         return self.upstreams[name]
 
-    def stream_rewriter(
-        self, upstream: UpstreamConfig, request: web.Request, payload: object
-    ) -> StreamRewriter | None:
-        """The rewriting stage for a streamed response, or None to pass it through."""
+
+def is_chat_completion(request: web.Request) -> bool:
+    return request.method == "POST" and request.path.endswith("/chat/completions")
+
+
+def stream_normalizer(
+    upstream: UpstreamConfig, request: web.Request, payload: object
+) -> StreamNormalizer | None:
+    """The rewriting stage for a streamed chat completion, or None to pass it through."""
+    if upstream.normalize is None or not is_chat_completion(request):
         return None
+    return StreamNormalizer(
+        upstream.normalize, RequestInfo.from_body(payload), new_id=new_id_factory()
+    )
 
 
 STATE = web.AppKey("state", ProxyState)

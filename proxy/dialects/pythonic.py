@@ -62,6 +62,14 @@ def _plain(value: Any) -> Any:
     raise Broken(f"{type(value).__name__} has no JSON form")
 
 
+class UnbalancedAt(Broken):
+    """A closing bracket that matches nothing, at ``pos`` of the scanned text."""
+
+    def __init__(self, char: str, pos: int) -> None:
+        super().__init__(f"unbalanced {char!r}")
+        self.pos = pos
+
+
 class ValueScanner:
     """Finds where a Python literal ends: at a ``,`` or ``)`` outside strings and brackets."""
 
@@ -99,9 +107,9 @@ class ValueScanner:
                 if not self._stack:
                     if char == ")":
                         return pos, char
-                    raise Broken(f"unbalanced {char!r}")
+                    raise UnbalancedAt(char, pos)
                 if self._stack.pop() != _CLOSERS[char]:
-                    raise Broken(f"unbalanced {char!r}")
+                    raise UnbalancedAt(char, pos)
             elif char == "," and not self._stack:
                 return pos, char
             pos += 1
@@ -168,7 +176,14 @@ class PythonicBlock(BlockParser):
 
     def _arg_value(self, final: bool) -> bool:
         start = self.pos
-        end, ending = self._value.advance(self.buf, start)
+        try:
+            end, ending = self._value.advance(self.buf, start)
+        except UnbalancedAt as exc:
+            # Take the value up to the bad bracket whatever the cut, so the partial value
+            # and the text given back do not depend on how the stream was split.
+            self._parts.append(self.buf[start : exc.pos])
+            self.pos = exc.pos
+            raise
         self._parts.append(self.buf[start:end])
         self.pending += end - start
         self.pos = end

@@ -87,3 +87,12 @@ def test_literal_json_accepts_only_plain_data():
     assert literal_json("(1, 'a', {'k': [True, None]})") == '[1,"a",{"k":[true,null]}]'
     with pytest.raises(Exception, match=r"literal|JSON"):
         literal_json("float('nan')")
+
+
+def test_pythonic_unbalanced_bracket_breaks_the_same_however_the_value_is_cut():
+    """Found by the contract test: a `{` cut from the rest of its broken value used to change
+    both the partial value and the text given back."""
+    content = '[get_weather(city={"Zürich", days=2), get_time()]'
+    whole = run([content], ["pythonic"])
+    assert run([content[:19], content[19:]], ["pythonic"]) == whole
+    assert text(whole) == "), get_time()]"

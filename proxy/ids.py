@@ -1,0 +1,52 @@
+"""Tool-call ids for calls whose upstream sent none.
+
+Nine ASCII letters and digits: Mistral rejects any other id on the next request
+(research/quirks.md section 6.3), and every other client accepts it. One factory serves one
+response; it never repeats an id. The normalizer receives the factory, so the core itself
+stays free of randomness and tests inject a deterministic one.
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+from collections.abc import Callable, Iterable
+from typing import Final
+
+ID_LENGTH: Final = 9
+_ALPHABET: Final = string.ascii_letters + string.digits
+
+
+def new_id_factory() -> Callable[[], str]:
+    issued: set[str] = set()
+
+    def new_id() -> str:
+        while True:
+            candidate = "".join(secrets.choice(_ALPHABET) for _ in range(ID_LENGTH))
+            if candidate not in issued:
+                issued.add(candidate)
+                return candidate
+
+    return new_id
+
+
+class IdPool:
+    """The ids of one response: a synthesized id must not repeat one the upstream sent."""
+
+    __slots__ = ("_new_id", "_taken")
+
+    def __init__(self, new_id: Callable[[], str], taken: Iterable[str] = ()) -> None:
+        self._new_id = new_id
+        self._taken = set(taken)
+
+    def add(self, ident: str) -> None:
+        self._taken.add(ident)
+
+    def fresh(self) -> str:
+        candidate = self._new_id()
+        for _ in range(1000):  # bounded: a factory that keeps repeating cannot be helped
+            if candidate not in self._taken:
+                break
+            candidate = self._new_id()
+        self._taken.add(candidate)
+        return candidate

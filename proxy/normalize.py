@@ -1,0 +1,330 @@
+"""The streaming tool-call normalizer: SSE events of a chat completion in, client bytes out.
+
+The aiohttp shell feeds every item of proxy.sse's decoder to :meth:`StreamNormalizer.feed`
+and writes what comes back, in order; at the end it calls :meth:`StreamNormalizer.close`.
+Nothing here does I/O, keeps a clock or draws random numbers (ids come from ``new_id``).
+
+Rules kept at this level (the per-choice work is in proxy/choice.py):
+
+* An event that cannot carry tool calls, a finish reason to correct or text to extract goes
+  out as its original bytes, found by a byte check before any parsing. So does every event
+  whose chunk comes out equal after the repairs: a stream without tool calls, and a stream
+  already canonical, come out byte for byte identical.
+* What is not understood (non-JSON data, unknown shapes, comments, RawBytes) goes out raw.
+* A rewritten chunk keeps the upstream's envelope (id, object, created, model,
+  system_fingerprint, unknown fields) and changes only what the repair needs. When one chunk
+  becomes several, its usage goes only on the last (clients may add usages up) and its
+  logprobs only on the first.
+* Output keeps the upstream's order. A chunk is held only while what it needs is missing (a
+  call's name, Q14; whether ``"{}"`` is a placeholder, until the call's next event; in S2,
+  the rest of a call), and whatever comes after it waits behind it, so nothing overtakes.
+* ``[DONE]`` and a clean end send what is held and the finish chunk the upstream never sent
+  (Q25); a clean end without ``[DONE]`` gets one (Q27). An end that is not clean sends what
+  is held and nothing else: the shell then aborts the client's connection.
+* Past ``max_held_bytes`` the stream gives up rewriting: what is held goes out and the rest
+  is forwarded raw (``cap-reached``).
+
+``feed`` and ``close`` raise nothing but :class:`proxy.errors.NormalizerError`, and that only
+for a bug (a transition missing from proxy/toolcall_state.py).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Callable
+from typing import Final
+
+from proxy.choice import ChoiceNormalizer
+from proxy.chunks import INVALID, JSONObject, dumps, interest_pattern, loads, writable
+from proxy.completion import normalize_completion
+from proxy.ids import IdPool
+from proxy.options import NormalizeOptions, RequestInfo
+from proxy.pieces import Piece, Sink, Slot, Source, StreamContext
+from proxy.repairs import Repair
+from proxy.sse import DONE, Event, RawBytes, encode_event
+from proxy.tooldelta import ToolDelta, read_tool_calls
+
+__all__ = [
+    "NormalizeOptions",
+    "RequestInfo",
+    "StreamNormalizer",
+    "normalize_completion",
+]
+
+_REASONING_KEYS: Final = ("reasoning_content", "reasoning")
+
+
+class StreamNormalizer:
+    """One streamed response. ``repairs`` counts what was changed, by kind (proxy.repairs);
+    ``dropped_arguments`` lists argument text removed on purpose (a re-sent copy, Q17, or a
+    ``{}`` placeholder), so no byte leaves without a trace."""
+
+    def __init__(
+        self, options: NormalizeOptions, request: RequestInfo, *, new_id: Callable[[], str]
+    ) -> None:
+        self.options = options
+        extract: tuple[str, ...] = ()
+        if options.dialects and request.allows_extraction:
+            extract = ("content", *(_REASONING_KEYS if options.extract_from_reasoning else ()))
+        self._ctx = StreamContext(
+            coalesce=options.coalesce,
+            extract=extract,
+            dialect_names=options.dialects,
+            tools=request.tools,
+            fallback_name=request.fallback_name,
+            ids=IdPool(new_id),
+        )
+        self.repairs: Counter[str] = self._ctx.repairs
+        self.dropped_arguments: list[str] = self._ctx.dropped
+        self._interesting = interest_pattern(extract)
+        self._choices: dict[int, ChoiceNormalizer] = {}
+        self._queue: deque[bytes | Slot] = deque()  # output behind a held call
+        self._queued = 0  # bytes in the queue, counted toward max_held_bytes
+        self._raw = False  # gave up rewriting: everything goes out as it came
+        self._blind = False  # the decoder stopped parsing (an oversize event)
+        self._tail = False  # the stream ended inside an event
+        self._done = False
+        self._data_seen = False
+        self._error_seen = False
+        self._closed = False
+
+    def feed(self, item: Event | RawBytes) -> list[bytes]:
+        """The bytes to write to the client for one decoded item, in order."""
+        out = self._feed(item)
+        if not self._raw and self._ctx.held + self._queued > self.options.max_held_bytes:
+            out += self._give_up()
+        return out
+
+    def _feed(self, item: Event | RawBytes) -> list[bytes]:
+        if isinstance(item, RawBytes):
+            return self._raw_bytes(item)
+        data = item.data
+        if data is None:
+            if item.fields and not self._raw:
+                return self._send(self._error_field(item))
+            return self._send([item.raw])
+        if data[:6] == b"[DONE]" and not data[6:].strip():
+            return self._done_event(item)
+        self._data_seen = True
+        if self._raw or self._interesting.search(data) is None:
+            return self._send([item.raw])
+        return self._chunk(item, data)
+
+    def close(self, *, complete: bool) -> list[bytes]:
+        """The bytes that end the stream. ``complete``: the upstream's response ended cleanly."""
+        if self._closed:
+            return []
+        self._closed = True
+        # after a tail cut inside an event, any byte added would join that event
+        out = [] if self._raw or self._tail else self._end(complete=complete)
+        if complete and not self._done and self._data_seen and not (self._blind or self._tail):
+            self.repairs[Repair.MISSING_DONE] += 1
+            out.append(DONE)
+        return out
+
+    # -- events ------------------------------------------------------------------------------
+
+    def _chunk(self, event: Event, data: bytes) -> list[bytes]:
+        obj = loads(data)
+        if not isinstance(obj, dict) or not writable(obj, data):
+            return self._send([event.raw])
+        if "error" in obj:
+            self._error_seen = True
+        choices = obj.get("choices")
+        if not isinstance(choices, list) or not choices:
+            return self._send([event.raw])
+        source = Source(event, obj)
+        only = choices[0] if len(choices) == 1 else None
+        if isinstance(only, dict):
+            index = only.get("index", 0)
+            known = self._choices.get(index) if type(index) is int else None
+            if known is not None and known.take_canonical_fragment(only, source):
+                return self._send([event.raw])
+        reads = _read_choices(choices)
+        if reads is None:
+            return self._send([event.raw])
+        own: list[list[Piece]] = []
+        slots: list[Slot] = []
+        for position, (choice, tool) in enumerate(zip(choices, reads, strict=True)):
+            sink = Sink(source)
+            own.append(self._choice(choice, position, source).process(choice, tool, sink))
+            slots += sink.new_slots()
+        return self._send(self._render_own(source, choices, own), slots)
+
+    def _send(self, out: list[bytes], slots: list[Slot] | None = None) -> list[bytes]:
+        """Output in the upstream's order: whatever comes after a held call waits behind it."""
+        if not self._queue and not slots:
+            return out
+        self._queue.extend(out)
+        self._queued += sum(map(len, out))
+        if slots:
+            self._queue.extend(slots)
+        sent: list[bytes] = []
+        queue = self._queue
+        while queue:
+            head = queue[0]
+            if isinstance(head, Slot):
+                if not head.done:
+                    break
+                sent += [self._render_released(piece) for piece in head.pieces]
+            else:
+                sent.append(head)
+                self._queued -= len(head)
+            queue.popleft()
+        return sent
+
+    def _choice(self, choice: JSONObject, position: int, source: Source) -> ChoiceNormalizer:
+        index = choice.get("index")
+        key = index if isinstance(index, int) and not isinstance(index, bool) else position
+        normalizer = self._choices.get(key)
+        if normalizer is None:
+            normalizer = self._choices[key] = ChoiceNormalizer(self._ctx, source, choice)
+        return normalizer
+
+    def _done_event(self, event: Event) -> list[bytes]:
+        out = [] if self._raw else self._end(complete=True)
+        self._done = True
+        return out + self._send([event.raw])
+
+    def _error_field(self, event: Event) -> list[bytes]:
+        """Q30: llama.cpp reports errors in an ``error:`` field, which SSE clients ignore."""
+        values = [value for name, value in event.fields if name == "error"]
+        if not values:
+            return [event.raw]
+        text = "\n".join(values)
+        payload = loads(text)
+        if payload is INVALID:
+            payload = {"message": text}
+        self.repairs[Repair.ERROR_FIELD] += 1
+        self._error_seen = True
+        return [encode_event(dumps({"error": payload}), event=event.event)]
+
+    def _raw_bytes(self, item: RawBytes) -> list[bytes]:
+        out = [] if self._raw else self._end(complete=False)
+        if item.reason == "oversize":
+            if not self._raw:
+                self.repairs[Repair.CAP_REACHED] += 1
+            self._raw = self._blind = True
+        else:
+            self._tail = True
+        out.append(item.raw)
+        return out
+
+    def _give_up(self) -> list[bytes]:
+        self.repairs[Repair.CAP_REACHED] += 1
+        out = self._end(complete=False)
+        self._raw = True
+        return out
+
+    def _end(self, *, complete: bool) -> list[bytes]:
+        """Send everything held in every choice; with ``complete``, the missing finishes."""
+        late: list[Piece] = []
+        synthesize = complete and not self._error_seen
+        for key in sorted(self._choices):
+            sink = Sink(None)
+            self._choices[key].end_stream(sink, complete=complete, synthesize=synthesize)
+            late += sink.late
+        return self._send([self._render_released(piece) for piece in late])
+
+    # -- output ------------------------------------------------------------------------------
+
+    def _render_own(
+        self, source: Source, choices: list[JSONObject], own: list[list[Piece]]
+    ) -> list[bytes]:
+        """The chunks a chunk sends itself: piece k of every choice in chunk k."""
+        count = max(map(len, own))
+        chunk = source.chunk
+        if count == 0:
+            if chunk.get("usage") is None:
+                source.silent = True
+                return []
+            # everything was held, but the usage must still reach the client
+            rest = [
+                _choice_out(c, {} if isinstance(c.get("delta"), dict) else None) for c in choices
+            ]
+            return [self._encode(_chunk_out(chunk, rest, usage=True), source.event)]
+        chunks = [
+            _chunk_out(
+                chunk,
+                [
+                    _choice_out(p[k].choice, p[k].delta, p[k].finish, first=k == 0)
+                    for p in own
+                    if len(p) > k
+                ],
+                usage=k == count - 1,
+            )
+            for k in range(count)
+        ]
+        if count == 1 and chunks[0] == chunk:
+            return [source.event.raw]
+        return [self._encode(c, source.event) for c in chunks]
+
+    def _render_released(self, piece: Piece) -> bytes:
+        """A piece sent after its chunk: in that chunk's envelope, as its bytes if unchanged."""
+        source = piece.source
+        chunk = _chunk_out(
+            source.chunk,
+            [_choice_out(piece.choice, piece.delta, piece.finish, first=source.silent)],
+            usage=False,
+        )
+        if source.silent and chunk == source.chunk:
+            return source.event.raw
+        return self._encode(chunk, source.event)
+
+    @staticmethod
+    def _encode(chunk: JSONObject, event: Event) -> bytes:
+        return encode_event(dumps(chunk), event=event.event)
+
+
+def _read_choices(
+    choices: list[object],
+) -> list[tuple[list[ToolDelta], list[Repair]] | None] | None:
+    """Each choice's tool-call entries, read before any state changes; None if any shape is
+    not understood, so that the chunk then goes out raw and leaves no trace."""
+    reads: list[tuple[list[ToolDelta], list[Repair]] | None] = []
+    for choice in choices:
+        if not isinstance(choice, dict):
+            return None
+        delta = choice.get("delta")
+        if not isinstance(delta, dict) or "tool_calls" not in delta:
+            reads.append(None)
+            continue
+        value = delta["tool_calls"]
+        if value is None or value == []:
+            reads.append(([], [Repair.TOOL_CALLS_EMPTY]))  # Q21
+            continue
+        read = read_tool_calls(value)
+        if read is None:
+            return None
+        reads.append(read)
+    return reads
+
+
+def _choice_out(
+    choice: JSONObject, delta: JSONObject | None, finish: object = None, *, first: bool = True
+) -> JSONObject:
+    out: JSONObject = {}
+    for key, value in choice.items():
+        if key == "delta":
+            out[key] = value if delta is None else delta
+        elif key == "finish_reason":
+            out[key] = finish
+        elif key == "logprobs" and not first:
+            out[key] = None
+        else:
+            out[key] = value
+    if delta is not None and "delta" not in out:
+        out["delta"] = delta
+    if finish is not None and "finish_reason" not in out:
+        out["finish_reason"] = finish
+    return out
+
+
+def _chunk_out(chunk: JSONObject, choices: list[JSONObject], *, usage: bool) -> JSONObject:
+    out: JSONObject = {}
+    for key, value in chunk.items():
+        if key == "choices":
+            out[key] = choices
+        elif key != "usage" or value is None or usage:
+            out[key] = value
+    return out

@@ -1,0 +1,1 @@
+"""Operator tools behind ``toolcall-proxy COMMAND``; proxy.cli lists them in COMMANDS."""

@@ -1,0 +1,57 @@
+"""Running the streaming normalizer over bytes, the way the aiohttp shell drives it."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Callable, Iterable, Sequence
+
+from proxy.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
+from proxy.sse import SSEDecoder
+
+
+def counting_ids() -> Callable[[], str]:
+    """Deterministic ids of 9 letters and digits, like the real factory's."""
+    counter = itertools.count(1)
+    return lambda: f"call{next(counter):05d}"
+
+
+def cut(data: bytes, points: Iterable[int]) -> list[bytes]:
+    edges = [0, *sorted({p % (len(data) + 1) for p in points}), len(data)]
+    return [data[a:b] for a, b in itertools.pairwise(edges)]
+
+
+def bytewise(data: bytes) -> list[bytes]:
+    return [data[i : i + 1] for i in range(len(data))]
+
+
+def random_cuts(data: bytes, seed: str, count: int = 8) -> list[list[bytes]]:
+    rng = random.Random(seed)
+    return [
+        cut(data, [rng.randrange(len(data) + 1) for _ in range(rng.randint(1, 12))])
+        for _ in range(count)
+    ]
+
+
+def run(
+    pieces: Sequence[bytes] | bytes,
+    *,
+    options: NormalizeOptions | None = None,
+    request: RequestInfo | None = None,
+    complete: bool = True,
+) -> tuple[bytes, StreamNormalizer]:
+    """Decode and normalize the upstream's reads; the client's bytes and the normalizer."""
+    if isinstance(pieces, bytes):
+        pieces = [pieces]
+    normalizer = StreamNormalizer(
+        options or NormalizeOptions(), request or RequestInfo(), new_id=counting_ids()
+    )
+    decoder = SSEDecoder()
+    out: list[bytes] = []
+    for piece in pieces:
+        for item in decoder.feed(piece):
+            out += normalizer.feed(item)
+    for item in decoder.close():
+        out += normalizer.feed(item)
+    out += normalizer.close(complete=complete)
+    return b"".join(out), normalizer

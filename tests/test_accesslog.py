@@ -1,0 +1,174 @@
+"""The access log: one JSON line per proxied request, with what happened to it."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp import ClientSession, web
+
+from proxy.accesslog import ACCESS_LOGGER, configure_logging
+from proxy.settings import UpstreamSettings
+from tests.conftest import UPSTREAM_FIXTURES, StartProxy, StartUpstream, upstream_url
+from tests.test_failures import free_port
+from tests.test_passthrough import replay_app
+
+CHAT = "/v1/chat/completions"
+
+
+def access_records(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    return [r.access for r in caplog.records if r.name == ACCESS_LOGGER]  # type: ignore[attr-defined]
+
+
+async def logged(caplog: pytest.LogCaptureFixture, count: int = 1) -> list[dict[str, Any]]:
+    """The access records once ``count`` are there: a request is logged just after its last byte."""
+    for _ in range(100):
+        if len(access_records(caplog)) >= count:
+            break
+        await asyncio.sleep(0.02)
+    return access_records(caplog)
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    root, access = logging.getLogger(), logging.getLogger(ACCESS_LOGGER)
+    saved = (root.level, list(root.handlers), list(access.handlers), access.propagate)
+    yield
+    root.setLevel(saved[0])
+    root.handlers[:] = saved[1]
+    access.handlers[:] = saved[2]
+    access.propagate = saved[3]
+
+
+async def test_one_record_per_request_with_its_fields(
+    start_upstream: StartUpstream, start_proxy: StartProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger=ACCESS_LOGGER)
+    body = (UPSTREAM_FIXTURES / "llamacpp-b9821-parallel-tool-calls.sse").read_bytes()
+    upstream = await start_upstream(replay_app(body))
+    proxy = await start_proxy(
+        UpstreamSettings(name="llama", url=upstream_url(upstream), normalize=False)
+    )
+    resp = await proxy.post(
+        CHAT, json={"model": "qwen", "stream": True}, headers={"X-Request-Id": "req-42"}
+    )
+    assert await resp.read() == body
+    [record] = await logged(caplog)
+    assert record["request_id"] == resp.headers["X-Request-Id"] == "req-42"
+    assert (record["method"], record["path"], record["upstream"], record["model"]) == (
+        "POST",
+        CHAT,
+        "llama",
+        "qwen",
+    )
+    assert record["status"] == 200
+    assert record["end"] == "complete"
+    assert record["bytes"] == record["bytes_upstream"] == len(body)
+    assert 1 <= record["chunks"] <= body.count(b"\n\n")
+    assert 0 <= record["ttfb_ms"] <= record["duration_ms"]
+    assert record["repairs"] == {}
+    assert record["upstream_errors"] == []
+    assert record["rewritten"] is False
+
+
+async def test_request_refused_before_routing_is_logged_without_an_upstream(
+    start_upstream: StartUpstream, start_proxy: StartProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger=ACCESS_LOGGER)
+    a, b = await start_upstream(replay_app(b"")), await start_upstream(replay_app(b""))
+    proxy = await start_proxy(
+        UpstreamSettings(name="a", url=upstream_url(a), models=["qwen*"]),
+        UpstreamSettings(name="b", url=upstream_url(b), models=["llama*"]),
+    )
+    resp = await proxy.post(CHAT, json={"model": "gpt-4"})
+    assert resp.status == 404
+    [record] = await logged(caplog)
+    assert (record["upstream"], record["model"], record["status"]) == ("(none)", "gpt-4", 404)
+    assert record["ttfb_ms"] is None
+    assert record["bytes"] == 0
+
+
+async def test_client_that_leaves_mid_stream_is_logged_once_as_gone(
+    start_upstream: StartUpstream, start_proxy: StartProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger=ACCESS_LOGGER)
+
+    async def endless(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(b'data: {"choices":[]}\n\n')
+        await asyncio.sleep(30)
+        return response
+
+    app = web.Application()
+    app.router.add_post(CHAT, endless)
+    proxy = await start_proxy(await start_upstream(app))
+    resp = await proxy.post(CHAT, json={"model": "m", "stream": True})
+    await resp.content.readuntil(b"\n\n")
+    resp.close()
+    [record] = await logged(caplog)
+    assert (record["status"], record["end"]) == (200, "client_gone")
+    assert record["bytes"] == len(b'data: {"choices":[]}\n\n')
+    await asyncio.sleep(0.1)
+    assert len(access_records(caplog)) == 1
+
+
+@pytest.mark.usefixtures("restore_logging")
+async def test_log_line_is_json_and_follows_the_configured_level(
+    start_upstream: StartUpstream, start_proxy: StartProxy
+) -> None:
+    proxy = await start_proxy(await start_upstream(replay_app(b"data: [DONE]\n\n")))
+    quiet = io.StringIO()
+    configure_logging("warning", quiet)
+    await (await proxy.post(CHAT, json={"model": "m", "stream": True})).read()
+    stream = io.StringIO()
+    configure_logging("info", stream)
+    await (await proxy.post(CHAT, json={"model": "m", "stream": True})).read()
+    for _ in range(100):
+        if stream.getvalue():
+            break
+        await asyncio.sleep(0.02)
+    assert quiet.getvalue() == ""
+    [line] = stream.getvalue().splitlines()
+    entry = orjson.loads(line)
+    assert entry["time"].endswith("Z")
+    assert (entry["status"], entry["upstream"], entry["model"]) == (200, "up0", "m")
+
+
+async def test_served_process_writes_json_access_lines_and_no_aiohttp_ones(
+    start_upstream: StartUpstream, tmp_path: Path
+) -> None:
+    upstream = await start_upstream(replay_app(b"data: [DONE]\n\n"))
+    port = free_port()
+    config = tmp_path / "proxy.toml"
+    config.write_text(f'[[upstreams]]\nname = "u"\nurl = "{upstream_url(upstream)}"\n')
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "proxy", "--config", str(config), "--port", str(port),
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        async with ClientSession() as session:
+            for _ in range(200):
+                try:
+                    async with session.get(f"http://127.0.0.1:{port}/-/health") as health:
+                        if health.status == 200:
+                            break
+                except OSError:
+                    await asyncio.sleep(0.05)
+            url = f"http://127.0.0.1:{port}{CHAT}"
+            async with session.post(url, json={"model": "m", "stream": True}) as resp:
+                assert await resp.read() == b"data: [DONE]\n\n"
+    finally:
+        process.terminate()
+        _, stderr = await asyncio.wait_for(process.communicate(), timeout=10)
+    lines = stderr.decode().splitlines()
+    access = [orjson.loads(line) for line in lines if line.startswith("{")]
+    assert [(a["path"], a["status"]) for a in access] == [(CHAT, 200)]
+    assert not [line for line in lines if f'"POST {CHAT}' in line or "/-/health" in line]
