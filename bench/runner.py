@@ -156,6 +156,8 @@ def run(plan: Plan, targets: list[Target], workdir: Path, progress=print) -> dic
     measurements, which report.summarize turns into figures."""
     _raise_fd_limit()
     info = machine()
+    # Read before the run: a checkout may change while it runs (a restarted proxy would not).
+    info["versions"] = {t.name: v for t in targets if (v := t.version())}
     cells: list[dict[str, object]] = []
     upstream = start_upstream(workdir)
     try:
@@ -176,7 +178,6 @@ def run(plan: Plan, targets: list[Target], workdir: Path, progress=print) -> dic
             target.stop()
         upstream.stop()
     info["loadavg_after"] = os.getloadavg()
-    info["versions"] = {t.name: v for t in targets if (v := t.version())}
     return {
         "machine": info,
         "plan": asdict(plan),
