@@ -154,7 +154,7 @@ async def test_upstream_drop_mid_stream_reaches_client_as_an_error_after_every_b
 async def test_upstream_idle_past_the_timeout_aborts_the_stream(
     start_upstream: StartUpstream, start_proxy: StartProxy
 ) -> None:
-    events = [b'data: {"choices":[]}\n\n']
+    events = [b'data: {"object":"chat.completion.chunk","choices":[]}\n\n']
     upstream = await start_upstream(dropping_app(events, how="stall"))
     proxy = await start_proxy(upstream, timeouts={"idle": 0.3})
     resp = await proxy.post(CHAT, json=STREAM_REQUEST)
