@@ -20,6 +20,7 @@ import enum
 import logging
 from collections.abc import Callable
 from time import perf_counter
+from types import TracebackType
 from typing import Protocol
 
 from aiohttp import ClientError, ClientPayloadError, ClientResponse, web
@@ -45,6 +46,47 @@ class End(enum.Enum):
     IDLE_TIMEOUT = "idle_timeout"  # no upstream bytes for timeouts.idle seconds
 
 
+class _IdleTimeout:
+    """``asyncio.timeout`` for "a read waited ``idle`` seconds for the upstream".
+
+    Moving a deadline on every read costs a timer handle and a heap push per chunk. Instead
+    the pump notes when its current read began (``waiting_since``, None while it writes to
+    the client), and one timer, armed once per idle period, reads that note: it expires the
+    deadline (the read is cancelled and the ``async with`` raises TimeoutError) or re-arms.
+    """
+
+    __slots__ = ("_deadline", "_handle", "_idle", "_loop", "waiting_since")
+
+    def __init__(self, idle: float) -> None:
+        self._idle = idle
+        self._deadline = asyncio.timeout(None)
+        self.waiting_since: float | None = None
+
+    async def __aenter__(self) -> _IdleTimeout:
+        await self._deadline.__aenter__()
+        self._loop = asyncio.get_running_loop()
+        self._handle = self._loop.call_later(self._idle, self._check)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._handle.cancel()
+        await self._deadline.__aexit__(exc_type, exc, tb)
+
+    def _check(self) -> None:
+        now = self._loop.time()
+        since = self.waiting_since
+        if since is not None and now - since >= self._idle:
+            self._deadline.reschedule(now)
+        else:
+            start = now if since is None else since
+            self._handle = self._loop.call_at(start + self._idle, self._check)
+
+
 async def pump(
     upstream: ClientResponse,
     downstream: web.StreamResponse,
@@ -61,16 +103,16 @@ async def pump(
     loop = asyncio.get_running_loop()
     end = End.COMPLETE
     try:
-        async with asyncio.timeout(None) as deadline:
+        async with _IdleTimeout(idle_timeout) as idle:
             while True:
-                deadline.reschedule(loop.time() + idle_timeout)
+                idle.waiting_since = loop.time()
                 try:
                     chunk = await upstream.content.readany()
                 except (ClientError, HttpProcessingError):
                     end = End.DROPPED
                     break
                 # The idle timeout watches the upstream only: a slow client is backpressure.
-                deadline.reschedule(None)
+                idle.waiting_since = None
                 if not chunk:
                     if was_reset():
                         end = End.DROPPED
