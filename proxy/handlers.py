@@ -34,6 +34,7 @@ from proxy.headers import end_to_end
 from proxy.ids import new_id_factory
 from proxy.normalize import RequestInfo, normalize_completion
 from proxy.pump import End, pump
+from proxy.repairs import Repair
 from proxy.routing import is_safe_path, upstream_url
 from proxy.settings import Settings
 from proxy.state import (
@@ -209,14 +210,22 @@ async def _respond(
         exchange.meter.received(head)
         exchange.meter.sending(head)
         await response.write(head)
-    end = await pump(
-        resp,
-        response,
-        idle_timeout=state.settings.timeouts.idle,
-        rewriter=rewriter,
-        max_event_bytes=state.settings.limits.max_event_bytes,
-        meter=exchange.meter,
-    )
+    try:
+        end = await pump(
+            resp,
+            response,
+            idle_timeout=state.settings.timeouts.idle,
+            rewriter=rewriter,
+            max_event_bytes=state.settings.limits.max_event_bytes,
+            meter=exchange.meter,
+        )
+    finally:  # also when the client left
+        if rewriter is not None and rewriter.repairs[Repair.CAP_REACHED]:
+            log.warning(
+                "upstream %s: a stream outgrew limits.max_event_bytes or limits.max_held_bytes;"
+                " rewriting stopped there and the rest was forwarded raw",
+                upstream.route.name,
+            )
     exchange.body_ended(end.value)
     if rewriter is not None and rewriter.repairs:
         log.debug("upstream %s stream repairs: %s", upstream.route.name, dict(rewriter.repairs))

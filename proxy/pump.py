@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import logging
 from collections.abc import Callable
 from time import perf_counter
 from types import TracebackType
@@ -28,8 +27,6 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from proxy.meter import StreamMeter
 from proxy.sse import Event, RawBytes, SSEDecoder
-
-log = logging.getLogger("toolcall_proxy")
 
 
 class StreamRewriter(Protocol):
@@ -123,15 +120,8 @@ async def pump(
                     continue
                 meter.received(chunk)
                 started = perf_counter()
-                passthrough = decoder.passthrough
                 out = [b for item in decoder.feed(chunk) for b in rewriter.feed(item)]
                 meter.processing.append(perf_counter() - started)
-                if decoder.passthrough and not passthrough:
-                    log.warning(
-                        "an upstream event is larger than limits.max_event_bytes (%d bytes);"
-                        " forwarding the rest of the stream unparsed",
-                        max_event_bytes,
-                    )
                 if out:
                     data = b"".join(out)
                     meter.sending(data)

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 import orjson
-from aiohttp import ClientPayloadError, ClientResponse
+from aiohttp import ClientPayloadError, ClientResponse, web
 
 from proxy.sse import Event, SSEDecoder
 from tests.conftest import UPSTREAM_FIXTURES
@@ -32,6 +32,7 @@ async def read_until_error(resp: ClientResponse) -> tuple[bytes, BaseException |
         async for chunk in resp.content.iter_any():
             received += chunk
     except ClientPayloadError as exc:
+        resp.close()  # hand the broken connection back, or the client's pool fills up
         return bytes(received), exc
     return bytes(received), None
 
@@ -74,3 +75,37 @@ def arguments(stream: bytes) -> str:
 
 def content(stream: bytes) -> str:
     return "".join(d["content"] for d in _deltas(stream) if isinstance(d.get("content"), str))
+
+
+def serve_writes(
+    writes: list[bytes], *, content_type: str = "text/event-stream"
+) -> web.Application:
+    """An upstream answering every request with ``writes``, each flushed on its own."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        response = web.StreamResponse(headers={"Content-Type": content_type})
+        await response.prepare(request)
+        for part in writes:
+            await response.write(part)
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    return app
+
+
+def chunk_event(delta: dict[str, Any], *, finish: str | None = None) -> bytes:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return (
+        b"data: " + orjson.dumps({"object": "chat.completion.chunk", "choices": [choice]}) + b"\n\n"
+    )
+
+
+def call_event(index: int, arguments: str, *, name: str | None = None) -> bytes:
+    call: dict[str, Any] = {"index": index, "function": {"arguments": arguments}}
+    if name is not None:
+        call.update(id=f"call_{index}", type="function")
+        call["function"]["name"] = name
+    return chunk_event({"tool_calls": [call]})
