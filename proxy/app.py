@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Final
 
 from aiohttp import ClientSession, DummyCookieJar, TCPConnector, hdrs, web
+from aiohttp.typedefs import Middleware
 
 from proxy.accesslog import access_middleware
+from proxy.auth import ClientKeys, auth_middleware
 from proxy.handlers import handle_proxy
+from proxy.keepalive import reuse_tracing
+from proxy.limits import Slots
 from proxy.metrics import METRICS, Metrics, handle_metrics
 from proxy.middlewares import error_middleware, request_id_middleware
 from proxy.normalize import NormalizeOptions
@@ -30,6 +35,7 @@ def build_upstreams(settings: Settings) -> dict[str, UpstreamConfig]:
             options=options,
             authorization=f"Bearer {key}" if key is not None else None,
             normalize=normalize_options(options, settings) if options.normalize else None,
+            slots=Slots(options.name, options.max_concurrent_requests),
         )
     return configs
 
@@ -47,10 +53,20 @@ async def handle_health(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
 
+# Endpoints that stay open when inbound authentication is on: probes carry no credentials.
+PUBLIC: Final = frozenset({handle_health, handle_ready})
+
+
 def create_app(settings: Settings) -> web.Application:
+    middlewares: list[Middleware] = [
+        request_id_middleware,
+        access_middleware(OWN_PREFIX),
+        error_middleware,
+    ]
+    if settings.auth.enabled:  # innermost: a 401 is logged and shaped like any error
+        middlewares.append(auth_middleware(ClientKeys(settings.auth.client_keys()), PUBLIC))
     app = web.Application(
-        middlewares=[request_id_middleware, access_middleware(OWN_PREFIX), error_middleware],
-        client_max_size=settings.limits.max_request_body_bytes,
+        middlewares=middlewares, client_max_size=settings.limits.max_request_body_bytes
     )
     upstreams = build_upstreams(settings)
     router = Router([u.route for u in upstreams.values()], settings.default_upstream)
@@ -71,6 +87,7 @@ def create_app(settings: Settings) -> web.Application:
                 hdrs.CONTENT_TYPE,
             ),
             trust_env=False,
+            trace_configs=[reuse_tracing()],
         )
         app[STATE] = ProxyState(settings, router, upstreams, session)
         yield

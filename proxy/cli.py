@@ -23,6 +23,7 @@ from proxy import __version__
 from proxy.accesslog import configure_logging
 from proxy.app import create_app
 from proxy.errors import ConfigError
+from proxy.limits import LISTEN_BACKLOG, server_options
 from proxy.settings import (
     DEFAULT_CONFIG_PATH,
     DEFAULT_PORT,
@@ -93,6 +94,11 @@ def serve(settings: Settings) -> None:
         handler_cancellation=True,
         loop=event_loop(),
         access_log=None,  # proxy.accesslog writes one JSON line per request instead
+        # On SIGTERM/SIGINT: stop listening, close idle connections, let open responses run
+        # this long, then cancel them (their clients see a truncated stream), and exit 0.
+        shutdown_timeout=settings.timeouts.shutdown_grace,
+        backlog=LISTEN_BACKLOG,
+        **server_options(settings),
         print=lambda line: logging.getLogger("toolcall_proxy").info("%s", line.strip()),
     )
 

@@ -13,6 +13,7 @@ from typing import ClassVar
 class ProxyError(Exception):
     status: ClassVar[int] = 500
     type: ClassVar[str] = "proxy_error"
+    headers: ClassVar[tuple[tuple[str, str], ...]] = ()  # added to the error response
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -35,6 +36,15 @@ class NoRouteError(ClientRequestError):
 class UnauthorizedError(ClientRequestError):
     status = 401
     type = "authentication_error"
+    headers = (("WWW-Authenticate", "Bearer"),)
+
+
+class TooManyRequests(ClientRequestError):
+    """An upstream's max_concurrent_requests is reached; clients retry after a pause."""
+
+    status = 429
+    type = "rate_limit_error"
+    headers = (("Retry-After", "1"),)
 
 
 class UpstreamError(ProxyError):

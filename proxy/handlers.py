@@ -15,7 +15,9 @@ from typing import Any
 import orjson
 from aiohttp import (
     ClientConnectionError,
+    ClientError,
     ClientResponse,
+    ClientResponseError,
     ClientTimeout,
     ConnectionTimeoutError,
     hdrs,
@@ -24,13 +26,16 @@ from aiohttp import (
 from multidict import CIMultiDict
 from yarl import URL
 
+from proxy import keepalive
 from proxy.errors import ClientRequestError, UpstreamError, UpstreamTimeout
 from proxy.exchange import EXCHANGE
+from proxy.forwarded import set_forwarded
 from proxy.headers import end_to_end
 from proxy.ids import new_id_factory
 from proxy.normalize import RequestInfo, normalize_completion
 from proxy.pump import End, pump
 from proxy.routing import is_safe_path, upstream_url
+from proxy.settings import Settings
 from proxy.state import (
     REQUEST_ID,
     STATE,
@@ -48,10 +53,13 @@ _STREAMED_BODY_TYPES = ("multipart/", "application/octet-stream", "audio/", "ima
 
 async def handle_proxy(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
-    if request.method == "GET" and request.path == "/v1/models":
-        return await handle_models(request)
+    if not request.raw_path.startswith("/"):
+        # An absolute-form target (GET http://host/ HTTP/1.1) asks for a forward proxy.
+        raise ClientRequestError("the request target must be a path; this is not a forward proxy")
     if not is_safe_path(request.raw_path):
         raise ClientRequestError("the request path has dot segments")
+    if request.method == "GET" and request.path == "/v1/models":
+        return await handle_models(request)
     body, payload = await _read_body(request)
     model = payload.get("model") if isinstance(payload, dict) else None
     model = model if isinstance(model, str) else None
@@ -59,8 +67,9 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
     exchange.model = model
     upstream = state.upstream(state.router.route(model).name)
     exchange.upstream = upstream.route.name
-    async with UpstreamCall(request, state, upstream, body) as resp:
-        return await _respond(request, state, upstream, payload, resp)
+    with upstream.slots.take():
+        async with UpstreamCall(request, state, upstream, body) as resp:
+            return await _respond(request, state, upstream, payload, resp)
 
 
 async def _read_body(request: web.Request) -> tuple[bytes | None, object]:
@@ -93,15 +102,17 @@ class UpstreamCall:
         request, upstream, timeouts = self._request, self._upstream, self._state.settings.timeouts
         # encoded=True: the client's path and query go out byte for byte, never re-normalized.
         url = URL(upstream_url(upstream.route.base_url, request.raw_path), encoded=True)
-        headers = _upstream_headers(request, upstream)
+        headers = _upstream_headers(request, self._state.settings, upstream)
         # No body stays no body: an empty bytes value would add a Content-Length the
         # client never sent.
         data: Any = request.content if self._body is None else (self._body or None)
         try:
             async with asyncio.timeout(timeouts.first_byte):
-                self._resp = await self._state.session.request(
+                self._resp = await keepalive.request(
+                    self._state.session,
                     request.method,
                     url,
+                    replayable=self._body is not None,
                     headers=headers,
                     data=data,
                     allow_redirects=False,
@@ -120,6 +131,12 @@ class UpstreamCall:
             raise UpstreamError(
                 f"upstream {upstream.route.name!r} is unreachable: {type(exc).__name__}"
             ) from exc
+        except ClientResponseError as exc:
+            # A malformed status line or headers (too long, too many, not HTTP at all).
+            request[EXCHANGE].upstream_failed(upstream.route.name, "invalid_response")
+            raise UpstreamError(
+                f"upstream {upstream.route.name!r} sent an invalid response head"
+            ) from exc
         return self._resp
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -133,17 +150,21 @@ class UpstreamCall:
                 self._resp.close()
 
 
-def _upstream_headers(request: web.Request, upstream: UpstreamConfig) -> CIMultiDict[str]:
-    headers = end_to_end(request.headers, drop=(hdrs.HOST, hdrs.CONTENT_LENGTH, hdrs.EXPECT))
+def _upstream_headers(
+    request: web.Request, settings: Settings, upstream: UpstreamConfig
+) -> CIMultiDict[str]:
+    drop = [hdrs.HOST, hdrs.CONTENT_LENGTH, hdrs.EXPECT]
+    if settings.auth.enabled:
+        drop.append(hdrs.AUTHORIZATION)  # the client's key is for the proxy only
+    headers = end_to_end(request.headers, drop=drop)
     if upstream.authorization is not None:
-        headers[hdrs.AUTHORIZATION] = upstream.authorization
+        headers[hdrs.AUTHORIZATION] = upstream.authorization  # replaces every client value
     if upstream.options.normalize:
         # A response we may rewrite must arrive uncompressed; others keep the client's choice.
         headers[hdrs.ACCEPT_ENCODING] = "identity"
-    forwarded_for = request.headers.get("X-Forwarded-For")
-    remote = request.remote or ""
-    headers["X-Forwarded-For"] = f"{forwarded_for}, {remote}" if forwarded_for else remote
-    headers["X-Forwarded-Proto"] = request.scheme
+    set_forwarded(
+        headers, remote=request.remote, scheme=request.scheme, settings=settings.forwarded
+    )
     headers["X-Request-Id"] = request[REQUEST_ID]
     return headers
 
@@ -286,6 +307,6 @@ async def _list_models(
             if not isinstance(data, list):
                 raise UpstreamError("no data list in the answer")
             return data
-    except (UpstreamError, orjson.JSONDecodeError, ClientConnectionError) as exc:
+    except (UpstreamError, orjson.JSONDecodeError, ClientError) as exc:
         log.warning("GET /v1/models: skipping upstream %s: %s", upstream.route.name, exc)
         return None

@@ -25,7 +25,7 @@ HOP_BY_HOP: Final = frozenset(
 def end_to_end(
     headers: CIMultiDictProxy[str] | CIMultiDict[str], drop: Iterable[str] = ()
 ) -> CIMultiDict[str]:
-    """Copy ``headers`` without hop-by-hop ones, those named by Connection, and ``drop``."""
+    """Copy ``headers`` without hop-by-hop ones, Proxy-*, those named by Connection, ``drop``."""
     named = {
         token.strip().lower()
         for value in headers.getall("Connection", ())
@@ -33,4 +33,13 @@ def end_to_end(
         if token.strip()
     }
     skip = HOP_BY_HOP | named | {d.lower() for d in drop}
-    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in skip)
+    return CIMultiDict(
+        (k, v) for k, v in headers.items() if k.lower() not in skip and not _proxy_header(k)
+    )
+
+
+def _proxy_header(name: str) -> bool:
+    """Proxy-* headers are meant for a proxy on the path; "Proxy" itself is the httpoxy
+    vector (a CGI-style upstream would take it for its HTTP_PROXY)."""
+    lower = name.lower()
+    return lower == "proxy" or lower.startswith("proxy-")

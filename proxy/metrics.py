@@ -259,7 +259,7 @@ class Metrics:
         self.upstream_errors = Counter(
             "toolcall_proxy_upstream_errors",
             "Upstream failures by kind: unreachable, connect_timeout, first_byte_timeout,"
-            " dropped, idle_timeout, http_5xx.",
+            " invalid_response, dropped, idle_timeout, http_5xx.",
             ["upstream", "kind"],
             registry=registry,
         )

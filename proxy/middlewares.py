@@ -53,7 +53,9 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except ProxyError as exc:
         if exc.status >= 500:
             log.warning("%s %s: %s", request.method, request.path, exc.message)
-        return error_response(exc.status, exc.message, exc.type)
+        response = error_response(exc.status, exc.message, exc.type)
+        response.headers.extend(exc.headers)
+        return response
     except web.HTTPException as exc:
         if exc.status < 400:
             raise

@@ -17,14 +17,19 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
+from collections.abc import Callable
 from time import perf_counter
 from types import TracebackType
 from typing import Protocol
 
-from aiohttp import ClientConnectionError, ClientPayloadError, ClientResponse, web
+from aiohttp import ClientError, ClientPayloadError, ClientResponse, web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from proxy.meter import StreamMeter
 from proxy.sse import Event, RawBytes, SSEDecoder
+
+log = logging.getLogger("toolcall_proxy")
 
 
 class StreamRewriter(Protocol):
@@ -94,6 +99,7 @@ async def pump(
     """Copy the upstream body to the client until it ends; return how it ended."""
     meter = StreamMeter() if meter is None else meter
     decoder = SSEDecoder(max_event_bytes=max_event_bytes) if rewriter is not None else None
+    was_reset = watch_connection(upstream)
     loop = asyncio.get_running_loop()
     end = End.COMPLETE
     try:
@@ -102,12 +108,14 @@ async def pump(
                 idle.waiting_since = loop.time()
                 try:
                     chunk = await upstream.content.readany()
-                except (ClientPayloadError, ClientConnectionError):
+                except (ClientError, HttpProcessingError):
                     end = End.DROPPED
                     break
                 # The idle timeout watches the upstream only: a slow client is backpressure.
                 idle.waiting_since = None
                 if not chunk:
+                    if was_reset():
+                        end = End.DROPPED
                     break
                 if decoder is None or rewriter is None:
                     meter.relayed(chunk)
@@ -115,8 +123,15 @@ async def pump(
                     continue
                 meter.received(chunk)
                 started = perf_counter()
+                passthrough = decoder.passthrough
                 out = [b for item in decoder.feed(chunk) for b in rewriter.feed(item)]
                 meter.processing.append(perf_counter() - started)
+                if decoder.passthrough and not passthrough:
+                    log.warning(
+                        "an upstream event is larger than limits.max_event_bytes (%d bytes);"
+                        " forwarding the rest of the stream unparsed",
+                        max_event_bytes,
+                    )
                 if out:
                     data = b"".join(out)
                     meter.sending(data)
@@ -133,3 +148,42 @@ async def pump(
             meter.sending(data)
             await downstream.write(data)
     return end
+
+
+def watch_connection(upstream: ClientResponse) -> Callable[[], bool]:
+    """Make a dead upstream connection visible to the body reader; return "was it reset?".
+
+    Two things aiohttp's reader does not say on its own (aiohttp 3.14): a framing error in
+    the middle of a chunked body closes the connection without waking the reader, which would
+    then wait for the idle timeout; and a close-delimited body (no length, not chunked) ends
+    the same way whether the upstream closed cleanly or reset the connection. The protocol's
+    ``closed`` future knows both, so the body is failed when the connection dies under it,
+    and a reset counts as a drop for a close-delimited body.
+    """
+    connection = upstream.connection
+    protocol = connection.protocol if connection is not None else None
+    closed = protocol.closed if protocol is not None else None
+    if closed is None:  # the whole body already arrived
+        return lambda: False
+
+    def on_closed(future: asyncio.Future[None]) -> None:
+        cause = None if future.cancelled() else future.exception()
+        content = upstream.content
+        if not content.is_eof() and content.exception() is None:
+            content.set_exception(ClientPayloadError(f"upstream connection lost ({cause!r})"))
+
+    closed.add_done_callback(on_closed)
+    close_delimited = (
+        "Content-Length" not in upstream.headers
+        and "chunked" not in upstream.headers.get("Transfer-Encoding", "").lower()
+    )
+
+    def was_reset() -> bool:
+        return (
+            close_delimited
+            and closed.done()
+            and not closed.cancelled()
+            and closed.exception() is not None
+        )
+
+    return was_reset

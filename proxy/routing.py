@@ -64,13 +64,16 @@ def is_safe_path(raw_path_and_query: str) -> bool:
     """False when the path could climb out of an upstream's path prefix.
 
     The path is forwarded raw, so an upstream that resolves dot segments itself would serve
-    ``/prefix/../admin``; they are refused, however many times they are percent-encoded.
+    ``/prefix/../admin``; they are refused, however many times they are percent-encoded, and
+    with path parameters (``..;``) too.
     """
     path = raw_path_and_query.partition("?")[0]
     if not path.startswith("/"):
         return False
     for _ in range(4):
-        if any(segment in (".", "..") for segment in path.replace("\\", "/").split("/")):
+        segments = path.replace("\\", "/").split("/")
+        # "..;x" is ".." to servers that strip path parameters (Tomcat, Spring).
+        if any(segment.partition(";")[0] in (".", "..") for segment in segments):
             return False
         decoded = unquote(path)
         if decoded == path:

@@ -39,6 +39,7 @@ class UpstreamSettings(_Strict):
     output: Literal["streamed", "coalesced"] = "streamed"
     dialects: Literal["auto", "none"] | list[str] = "auto"
     extract_from_reasoning: bool = False
+    max_concurrent_requests: int | None = Field(None, ge=1)  # above it: 429, see proxy/limits.py
 
     @field_validator("url")
     @classmethod
@@ -81,6 +82,8 @@ class TimeoutSettings(_Strict):
     connect: float = Field(10.0, gt=0)
     first_byte: float = Field(600.0, gt=0)  # prompt processing of a long context can take minutes
     idle: float = Field(300.0, gt=0)
+    # On SIGTERM, open streams may run this long; under Kubernetes' default 30 s before SIGKILL.
+    shutdown_grace: float = Field(25.0, ge=0)
 
 
 class LimitSettings(_Strict):
@@ -88,6 +91,53 @@ class LimitSettings(_Strict):
     max_held_bytes: int = Field(1 << 20, ge=1024)
     max_request_body_bytes: int = Field(64 << 20, ge=1024)
     max_response_body_bytes: int = Field(64 << 20, ge=1024)
+    max_header_bytes: int = Field(8190, ge=1024)  # the request line and each header line
+
+
+class AuthSettings(_Strict):
+    """Bearer keys a client must present; none configured means no inbound authentication."""
+
+    api_keys_env: str | None = None  # an environment variable holding keys, comma-separated
+    api_keys_file: Path | None = None  # one key per line; blank lines and "#" comments skipped
+
+    @property
+    def enabled(self) -> bool:
+        return self.api_keys_env is not None or self.api_keys_file is not None
+
+    def client_keys(self) -> tuple[str, ...]:
+        """Every accepted key. Raises ValueError naming the key at fault when one is unusable."""
+        keys: list[str] = []
+        if self.api_keys_env is not None:
+            value = os.environ.get(self.api_keys_env, "")
+            keys += [k for k in value.replace(",", " ").split() if k]
+            if not keys:
+                raise ValueError(
+                    f"auth.api_keys_env: environment variable {self.api_keys_env} is not set"
+                    " or holds no key"
+                )
+        if self.api_keys_file is not None:
+            try:
+                lines = self.api_keys_file.read_text().splitlines()
+            except OSError as exc:
+                raise ValueError(
+                    f"auth.api_keys_file: cannot read {self.api_keys_file}: {exc.strerror or exc}"
+                ) from exc
+            from_file = [k.strip() for k in lines if k.strip() and not k.strip().startswith("#")]
+            if not from_file:
+                raise ValueError(f"auth.api_keys_file: {self.api_keys_file} holds no key")
+            if any(len(k.split()) != 1 for k in from_file):
+                raise ValueError(f"auth.api_keys_file: a key in {self.api_keys_file} has spaces")
+            keys += from_file
+        return tuple(keys)
+
+
+class ForwardedSettings(_Strict):
+    """X-Forwarded-For / X-Forwarded-Proto on requests to upstreams."""
+
+    add: bool = True  # add the client's address and scheme
+    # Keep the client's own X-Forwarded-* (appending to X-Forwarded-For) only when every client
+    # is a trusted proxy; otherwise they are removed, since any client can forge them.
+    trust_incoming: bool = False
 
 
 def _default_upstreams() -> list[UpstreamSettings]:
@@ -106,6 +156,8 @@ class Settings(BaseSettings):
     default_upstream: str | None = None
     timeouts: TimeoutSettings = TimeoutSettings()
     limits: LimitSettings = LimitSettings()
+    auth: AuthSettings = AuthSettings()
+    forwarded: ForwardedSettings = ForwardedSettings()
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
@@ -124,6 +176,7 @@ class Settings(BaseSettings):
                     f"upstreams[{i}].api_key_env: environment variable"
                     f" {upstream.api_key_env} is not set"
                 )
+        self.auth.client_keys()  # an unusable key source stops the start
         return self
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from aiohttp import ClientSession, web
 
 from proxy.ids import new_id_factory
+from proxy.limits import Slots
 from proxy.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
 from proxy.routing import Router, Upstream
 from proxy.settings import Settings, UpstreamSettings
@@ -19,6 +20,7 @@ class UpstreamConfig:
     options: UpstreamSettings
     authorization: str | None  # "Bearer <key>" from the environment, never from the file
     normalize: NormalizeOptions | None  # None: this upstream is pure passthrough
+    slots: Slots  # requests in flight against options.max_concurrent_requests
 
 
 @dataclass(slots=True)

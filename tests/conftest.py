@@ -13,6 +13,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import HealthCheck, settings
 
 from proxy.app import create_app
+from proxy.limits import server_options
 from proxy.settings import Settings, UpstreamSettings
 
 settings.register_profile(
@@ -58,9 +59,10 @@ def start_proxy(aiohttp_client: Any) -> StartProxy:
             for i, u in enumerate(upstreams)
         ]
         proxy_settings = Settings(upstreams=configs, **settings_kwargs)
-        client: TestClient[web.Request, web.Application] = await aiohttp_client(
-            create_app(proxy_settings)
-        )
+        server = TestServer(create_app(proxy_settings))
+        # The runner's options, as the CLI passes them (TestServer() itself ignores kwargs).
+        await server.start_server(**server_options(proxy_settings))
+        client: TestClient[web.Request, web.Application] = await aiohttp_client(server)
         return client
 
     return start

@@ -168,7 +168,9 @@ async def test_upstream_steady_past_the_idle_timeout_is_not_idle(
 ) -> None:
     # Each gap is under the timeout, the whole stream well over it: only a timer that
     # follows every read (not one started with the stream) lets this stream finish.
-    events = [b'data: {"choices":[]}\n\n'] * 8 + [b"data: [DONE]\n\n"]
+    events = [b'data: {"object":"chat.completion.chunk","choices":[]}\n\n'] * 8 + [
+        b"data: [DONE]\n\n"
+    ]
 
     async def steady(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})

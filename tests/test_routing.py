@@ -65,6 +65,9 @@ def test_router_modelless_without_default_among_several_is_404() -> None:
         ("/v1\\..\\admin", False),
         ("http://evil.example/v1", False),
         ("/v1/a..b", True),
+        ("/v1/..;/admin", False),
+        ("/v1/..;jsessionid=1/admin", False),
+        ("/v1/a;..", True),
     ],
 )
 def test_paths_that_could_climb_out_of_a_prefix_are_refused(path: str, safe: bool) -> None:
