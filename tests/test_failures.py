@@ -183,8 +183,7 @@ async def test_upstream_steady_past_the_idle_timeout_is_not_idle(
     app = web.Application()
     app.router.add_post(CHAT, steady)
     upstream = await start_upstream(app)
-    passthrough = UpstreamSettings(name="u", url=upstream_url(upstream), normalize=False)
-    proxy = await start_proxy(passthrough, timeouts={"idle": 0.3})
+    proxy = await start_proxy(upstream, timeouts={"idle": 0.3})
     resp = await proxy.post(CHAT, json=STREAM_REQUEST)
     received, error = await asyncio.wait_for(read_until_error(resp), timeout=10)
     assert error is None
