@@ -5,7 +5,8 @@ another text).
 Chunks stay plain dicts (``JSONObject``): the normalizer must carry every field it does not
 know, so a schema would only get in the way. The byte checks let the hot path decide whether
 an event needs ``orjson.loads`` at all; they may answer "maybe" for bytes that turn out not to
-matter (a parse then shows nothing to do), never "no" for bytes that do.
+matter (a parse then shows nothing to do), never "no" for bytes that do (but for the one
+unlikely shape ``envelope_unsure`` names).
 """
 
 from __future__ import annotations
@@ -85,6 +86,21 @@ def interest_pattern(text_keys: Sequence[str]) -> re.Pattern[bytes]:
         ),
     ]
     return re.compile(b"|".join(alternatives))
+
+
+_CHUNK_OBJECT: Final = re.compile(rb'"object"[ \t\r\n]*+:[ \t\r\n]*+"chat\.completion\.chunk"')
+
+
+def envelope_unsure(data: bytes) -> bool:
+    """Whether a chunk may need its envelope repaired: it may not say ``"object":
+    "chat.completion.chunk"`` (openai-python's stream helper drops such chunks), or one of its
+    choices may lack a ``delta`` (Q29). The compact spelling costs one ``in`` test. Choices
+    are counted by their ``index`` (tool-call entries have one too, but those chunks are
+    parsed anyway); only a choice with neither, beside others that have both, goes unseen."""
+    if b'"object":"chat.completion.chunk"' not in data and _CHUNK_OBJECT.search(data) is None:
+        return True
+    deltas = data.count(b'"delta"')
+    return deltas == 0 or deltas < data.count(b'"index"')
 
 
 def json_prefix_end(kept: str, fragment: str) -> int | None:

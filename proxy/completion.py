@@ -18,7 +18,7 @@ import orjson
 
 from proxy import dialects
 from proxy.chunks import JSONObject, dumps, loads
-from proxy.dialects.base import CallArgs, CallClose, CallOpen, Segment, Text
+from proxy.dialects.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
 from proxy.errors import DialectError
 from proxy.ids import IdPool
 from proxy.repairs import Repair, markup_kind
@@ -48,7 +48,7 @@ def normalize_completion(
         if isinstance(choice, dict) and fixer.choice(choice):
             changed = True
     if not changed:
-        return body, Counter()
+        return body, repairs  # what was only seen, such as a dialect that failed
     try:
         return dumps(obj), repairs
     except orjson.JSONEncodeError:  # orjson reads deeper nesting than it writes: fail open
@@ -171,7 +171,7 @@ class _Fixer:
         message["tool_calls"] = calls
         return True
 
-    def _calls_from(self, segments: list[Segment], extractor: object) -> list[JSONObject]:
+    def _calls_from(self, segments: list[Segment], extractor: Extractor) -> list[JSONObject]:
         calls: list[JSONObject] = []
         args: list[str] = []
         for seg in segments:

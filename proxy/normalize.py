@@ -6,10 +6,12 @@ Nothing here does I/O, keeps a clock or draws random numbers (ids come from ``ne
 
 Rules kept at this level (the per-choice work is in proxy/choice.py):
 
-* An event that cannot carry tool calls, a finish reason to correct or text to extract goes
-  out as its original bytes, found by a byte check before any parsing. So does every event
-  whose chunk comes out equal after the repairs: a stream without tool calls, and a stream
-  already canonical, come out byte for byte identical.
+* An event that cannot carry tool calls, a finish reason to correct, text to extract or an
+  envelope to repair goes out as its original bytes, found by byte checks before any parsing.
+  So does every event whose chunk comes out equal after the repairs: a stream without tool
+  calls, and a stream already canonical, come out byte for byte identical.
+* The envelope of every chunk with ``choices`` is repaired first (``object``, a missing
+  ``delta``); the repaired chunk then stands for the upstream's, its bytes included.
 * What is not understood (non-JSON data, unknown shapes, comments, RawBytes) goes out raw.
 * A rewritten chunk keeps the upstream's envelope (id, object, created, model,
   system_fingerprint, unknown fields) and changes only what the repair needs. When one chunk
@@ -32,10 +34,19 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Callable
-from typing import Final
+from dataclasses import replace
+from typing import Final, cast
 
 from proxy.choice import ChoiceNormalizer
-from proxy.chunks import INVALID, JSONObject, dumps, interest_pattern, loads, writable
+from proxy.chunks import (
+    INVALID,
+    JSONObject,
+    dumps,
+    envelope_unsure,
+    interest_pattern,
+    loads,
+    writable,
+)
 from proxy.completion import normalize_completion
 from proxy.ids import IdPool
 from proxy.options import NormalizeOptions, RequestInfo
@@ -106,7 +117,7 @@ class StreamNormalizer:
         if data[:6] == b"[DONE]" and not data[6:].strip():
             return self._done_event(item)
         self._data_seen = True
-        if self._raw or self._interesting.search(data) is None:
+        if self._raw or (self._interesting.search(data) is None and not envelope_unsure(data)):
             return self._send([item.raw])
         return self._chunk(item, data)
 
@@ -131,7 +142,13 @@ class StreamNormalizer:
         if "error" in obj:
             self._error_seen = True
         choices = obj.get("choices")
-        if not isinstance(choices, list) or not choices:
+        if not isinstance(choices, list):
+            return self._send([event.raw])
+        if self._repair_envelope(obj, choices):
+            # from here on the repaired chunk stands for the upstream's
+            data = dumps(obj)
+            event = replace(event, raw=encode_event(data, event=event.event), data=data)
+        if not choices:
             return self._send([event.raw])
         source = Source(event, obj)
         only = choices[0] if len(choices) == 1 else None
@@ -150,6 +167,29 @@ class StreamNormalizer:
             own.append(self._choice(choice, position, source).process(choice, tool, sink))
             slots += sink.new_slots()
         return self._send(self._render_own(source, choices, own), slots)
+
+    def _repair_envelope(self, chunk: JSONObject, choices: list[object]) -> bool:
+        """Name the chunk a ``chat.completion.chunk`` (openai-python's stream helper drops any
+        other) and give a choice without ``delta`` an empty one (Q29). Whether it changed; a
+        choice that is not an object leaves the chunk as it came (it is not understood).
+
+        A chunk without choices that names another object keeps it: Azure's
+        prompt_filter_results chunk (``"object": ""``) is forwarded as quirks.md section 6
+        asks, and the helper's filter on ``object`` exists precisely to skip it."""
+        if not all(isinstance(choice, dict) for choice in choices):
+            return False
+        changed = False
+        named = chunk.get("object")
+        if named != "chat.completion.chunk" and (named is None or choices):
+            chunk["object"] = "chat.completion.chunk"
+            self.repairs[Repair.OBJECT_MISSING] += 1
+            changed = True
+        for choice in cast("list[JSONObject]", choices):
+            if "delta" not in choice:
+                choice["delta"] = {}
+                self.repairs[Repair.DELTA_MISSING] += 1
+                changed = True
+        return changed
 
     def _send(self, out: list[bytes], slots: list[Slot] | None = None) -> list[bytes]:
         """Output in the upstream's order: whatever comes after a held call waits behind it."""

@@ -20,6 +20,7 @@ import asyncio
 import enum
 from collections.abc import Callable
 from time import perf_counter
+from types import TracebackType
 from typing import Protocol
 
 from aiohttp import ClientError, ClientPayloadError, ClientResponse, web
@@ -44,6 +45,57 @@ class End(enum.Enum):
     CLIENT_STALLED = "client_stalled"  # a write waited timeouts.client_write for the client
 
 
+class _Watchdog:
+    """``asyncio.timeout`` for the pump's two waits: a read that waited ``idle`` seconds for
+    the upstream, and a write that waited ``client_write`` seconds for the client.
+
+    Moving a deadline on every read and write costs a timer handle and a heap push per chunk.
+    Instead the pump notes when its current wait began and which wait it is (``reading`` /
+    ``writing``), and one timer reads that note: it expires the deadline (the wait is
+    cancelled and the ``async with`` raises TimeoutError) or re-arms. It re-arms no later than
+    the shorter limit from now, so that a switch to the shorter wait is never checked late.
+    """
+
+    __slots__ = ("_deadline", "_handle", "_limits", "_loop", "_shortest", "reading", "since")
+
+    def __init__(self, idle: float, client_write: float) -> None:
+        self._limits = {True: idle, False: client_write}
+        self._shortest = min(idle, client_write)
+        self._deadline = asyncio.timeout(None)
+        self.reading = True
+        self.since = 0.0
+
+    def read(self, now: float) -> None:
+        self.reading, self.since = True, now
+
+    def write(self, now: float) -> None:
+        self.reading, self.since = False, now
+
+    async def __aenter__(self) -> _Watchdog:
+        await self._deadline.__aenter__()
+        self._loop = asyncio.get_running_loop()
+        self.since = self._loop.time()
+        self._handle = self._loop.call_later(self._shortest, self._check)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._handle.cancel()
+        await self._deadline.__aexit__(exc_type, exc, tb)
+
+    def _check(self) -> None:
+        now = self._loop.time()
+        due = self.since + self._limits[self.reading]
+        if now >= due:
+            self._deadline.reschedule(now)
+        else:
+            self._handle = self._loop.call_at(min(due, now + self._shortest), self._check)
+
+
 async def pump(
     upstream: ClientResponse,
     downstream: web.StreamResponse,
@@ -60,12 +112,10 @@ async def pump(
     was_reset = watch_connection(upstream)
     loop = asyncio.get_running_loop()
     end = End.COMPLETE
-    reading = True
     try:
-        async with asyncio.timeout(None) as deadline:
+        async with _Watchdog(idle_timeout, client_write_timeout) as watchdog:
             while True:
-                deadline.reschedule(loop.time() + idle_timeout)
-                reading = True
+                watchdog.read(loop.time())
                 try:
                     chunk = await upstream.content.readany()
                 except (ClientError, HttpProcessingError):
@@ -74,8 +124,7 @@ async def pump(
                 # A client that reads slowly is backpressure (the upstream waits with it);
                 # one that reads nothing at all for client_write_timeout is given up on, so
                 # that it cannot hold a stream, its memory and its upstream slot forever.
-                deadline.reschedule(loop.time() + client_write_timeout)
-                reading = False
+                watchdog.write(loop.time())
                 if not chunk:
                     if was_reset():
                         end = End.DROPPED
@@ -93,7 +142,7 @@ async def pump(
                     meter.sending(data)
                     await downstream.write(data)
     except TimeoutError:
-        end = End.IDLE_TIMEOUT if reading else End.CLIENT_STALLED
+        end = End.IDLE_TIMEOUT if watchdog.reading else End.CLIENT_STALLED
     if decoder is not None and rewriter is not None and end is not End.CLIENT_STALLED:
         started = perf_counter()
         out = [b for item in decoder.close() for b in rewriter.feed(item)]

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Final
 
+from proxy.dialects.base import Extractor
+
 
 class Repair(StrEnum):
     # Tool-call entries (quirks.md section 3)
@@ -41,6 +43,10 @@ class Repair(StrEnum):
     PARAMETERS_NOT_ARGUMENTS = "parameters-instead-of-arguments"  # N2 (TGI 1.4)
     TOOL_CALLS_BESIDE_MESSAGE = "tool_calls-beside-message"  # N4 (text-generation-webui)
 
+    # The chunk's envelope (clients.md section 2 rule 2)
+    OBJECT_MISSING = "object-missing"  # `object` absent or not "chat.completion.chunk"
+    DELTA_MISSING = "delta-missing"  # Q29: a choice without `delta` gets `{}`
+
     # Termination
     FINISH_STOP_WITH_CALLS = "finish-reason-stop"  # Q23
     FINISH_NONSTANDARD = "finish-reason-nonstandard"  # Q24
@@ -68,13 +74,13 @@ class Repair(StrEnum):
 DETECTED_ONLY: Final = frozenset({Repair.ARGS_NOT_JSON})
 
 
-def markup_kind(extractor: object, configured: Sequence[str]) -> str:
+def markup_kind(extractor: Extractor | None, configured: Sequence[str]) -> str:
     """``markup-in-content:<dialect>``: the operations metrics count extracted calls per dialect.
 
-    A dialect that knows which of several grammars matched says so in a ``dialect``
-    attribute; with one configured dialect its name is enough.
+    The extractor names the dialect whose block opened the call; should it not know, a single
+    configured dialect is the answer.
     """
-    name = getattr(extractor, "dialect", None)
-    if not isinstance(name, str):
+    name = extractor.dialect if extractor is not None else None
+    if name is None:
         name = configured[0] if len(configured) == 1 else "unknown"
     return f"{Repair.MARKUP_IN_CONTENT}:{name}"

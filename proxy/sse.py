@@ -12,7 +12,9 @@ Rules this module keeps (WHATWG HTML, "event stream interpretation"):
   checks UTF-8 itself); only the short ``event``/``id`` values and unknown fields are
   decoded, leniently.
 * Each buffer position is scanned once (h11's linear-time rule): ``_scan`` remembers how far
-  the pending buffer has been searched for line ends.
+  the pending buffer has been searched for line ends. A read that starts a new event and
+  holds no CR first has its whole one-line ``data:`` events cut off directly (what every
+  upstream sends); the line machine takes the rest, and the events are the same.
 * An event larger than ``max_event_bytes`` is not buffered further: the pending bytes come
   out as ``RawBytes(reason="oversize")`` and every later read is passed on the same way.
   Failing open keeps every byte flowing when the stream is not something we can parse.
@@ -80,14 +82,30 @@ class SSEDecoder:
     def feed(self, chunk: bytes) -> list[Event | RawBytes]:
         if self._oversize:
             return [RawBytes(bytes(chunk), "oversize")] if chunk else []
-        self._buf += chunk
         events: list[Event | RawBytes] = []
+        if not self._buf and not self._first_line and b"\r" not in chunk:
+            chunk = self._whole_data_events(chunk, events)
+            if not chunk:
+                return events
+        self._buf += chunk
         self._parse(events, final=False)
         if len(self._buf) > self._max:
             self._oversize = True
             events.append(RawBytes(bytes(self._buf), "oversize"))
             self._buf.clear()
         return events
+
+    def _whole_data_events(self, chunk: bytes, events: list[Event | RawBytes]) -> bytes:
+        """The common read, without the line machine: whole events of one ``data: `` line
+        ending in LF LF, with nothing pending before them. Returns the bytes it left (from the
+        first event of any other form on) for the line machine."""
+        start = 0
+        while (end := chunk.find(b"\n\n", start)) >= 0:
+            if not chunk.startswith(b"data: ", start) or chunk.find(b"\n", start, end) >= 0:
+                break
+            events.append(Event(chunk[start : end + 2], chunk[start + 6 : end]))
+            start = end + 2
+        return chunk[start:] if start else chunk
 
     def close(self) -> list[Event | RawBytes]:
         """End of stream: a trailing CR counts as a line end; an unfinished event comes back raw."""

@@ -315,10 +315,11 @@ def text_streams(draw) -> bytes:
     if draw(st.booleans()):
         events.append(": OPENROUTER PROCESSING\n\n")
     if draw(st.booleans()):
+        # Azure's first chunk, named a chat.completion.chunk: its real `"object":""` is
+        # repaired (the golden case q29)
+        azure = {"id": "", "object": "chat.completion.chunk", "choices": []}
         events.append(
-            "data: "
-            + json.dumps({"id": "", "choices": [], "prompt_filter_results": []}, separators=style)
-            + "\n\n"
+            "data: " + json.dumps({**azure, "prompt_filter_results": []}, separators=style) + "\n\n"
         )
     text = st.text(st.characters(blacklist_categories=["Cs"]), max_size=8)
     for index in range(n):

@@ -99,11 +99,12 @@ async def test_client_that_leaves_mid_stream_is_logged_once_as_gone(
     start_upstream: StartUpstream, start_proxy: StartProxy, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger=ACCESS_LOGGER)
+    first = b'data: {"object":"chat.completion.chunk","choices":[]}\n\n'
 
     async def endless(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
-        await response.write(b'data: {"choices":[]}\n\n')
+        await response.write(first)
         await asyncio.sleep(30)
         return response
 
@@ -115,7 +116,7 @@ async def test_client_that_leaves_mid_stream_is_logged_once_as_gone(
     resp.close()
     [record] = await logged(caplog)
     assert (record["status"], record["end"]) == (200, "client_gone")
-    assert record["bytes"] == len(b'data: {"choices":[]}\n\n')
+    assert record["bytes"] == len(first)
     await asyncio.sleep(0.1)
     assert len(access_records(caplog)) == 1
 

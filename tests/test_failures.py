@@ -154,13 +154,40 @@ async def test_upstream_drop_mid_stream_reaches_client_as_an_error_after_every_b
 async def test_upstream_idle_past_the_timeout_aborts_the_stream(
     start_upstream: StartUpstream, start_proxy: StartProxy
 ) -> None:
-    events = [b'data: {"choices":[]}\n\n']
+    events = [b'data: {"object":"chat.completion.chunk","choices":[]}\n\n']
     upstream = await start_upstream(dropping_app(events, how="stall"))
     proxy = await start_proxy(upstream, timeouts={"idle": 0.3})
     resp = await proxy.post(CHAT, json=STREAM_REQUEST)
     received, error = await asyncio.wait_for(read_until_error(resp), timeout=10)
     assert error is not None
     assert received == events[0]
+
+
+async def test_upstream_steady_past_the_idle_timeout_is_not_idle(
+    start_upstream: StartUpstream, start_proxy: StartProxy
+) -> None:
+    # Each gap is under the timeout, the whole stream well over it: only a timer that
+    # follows every read (not one started with the stream) lets this stream finish.
+    events = [b'data: {"object":"chat.completion.chunk","choices":[]}\n\n'] * 8 + [
+        b"data: [DONE]\n\n"
+    ]
+
+    async def steady(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for event in events:
+            await response.write(event)
+            await asyncio.sleep(0.1)
+        return response
+
+    app = web.Application()
+    app.router.add_post(CHAT, steady)
+    upstream = await start_upstream(app)
+    proxy = await start_proxy(upstream, timeouts={"idle": 0.3})
+    resp = await proxy.post(CHAT, json=STREAM_REQUEST)
+    received, error = await asyncio.wait_for(read_until_error(resp), timeout=10)
+    assert error is None
+    assert received == b"".join(events)
 
 
 async def test_client_disconnect_cancels_the_upstream_request(

@@ -391,6 +391,37 @@ async def test_calls_recovered_from_text_are_counted_by_dialect(
     assert record["repairs"]["markup-in-content:hermes"] == 1
 
 
+async def test_with_every_dialect_on_calls_are_counted_by_the_dialect_that_matched(
+    start_upstream: StartUpstream, start_proxy: StartProxy
+) -> None:
+    """glm shares <tool_call> with hermes and qwen3_coder; kimi_k2 has markers of its own."""
+    glm = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"
+    kimi = (
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:1"
+        '<|tool_call_argument_begin|>{"city": "Lyon"}<|tool_call_end|><|tool_calls_section_end|>'
+    )
+    body = (
+        chunk_event({"role": "assistant", "content": glm})
+        + chunk_event({"content": kimi})
+        + chunk_event({}, "stop")
+        + b"data: [DONE]\n\n"
+    )
+    upstream = await start_upstream(replay_app(body))
+    proxy = await start_proxy(
+        UpstreamSettings(name="all", url=upstream_url(upstream), dialects="auto")
+    )
+    request = {**REQUESTS["weather"], "model": "m", "stream": True}
+    out = await (await proxy.post(CHAT, json=request)).read()
+    assert out.count(b'"name":"get_weather"') == 2
+
+    labels = {"upstream": "all", "model": "m"}
+    name = "toolcall_proxy_text_tool_calls_total"
+    assert await eventually(proxy, name, dialect="glm", **labels) == 1
+    samples = await scrape(proxy)
+    assert value(samples, name, dialect="kimi_k2", **labels) == 1
+    assert value(samples, name, dialect="unknown", **labels) is None
+
+
 def chunk_event(delta: dict[str, Any], finish: str | None = None) -> bytes:
     chunk = {
         "id": "c",

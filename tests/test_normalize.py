@@ -99,6 +99,48 @@ def test_a_finish_chunk_is_parsed_but_sent_as_its_bytes_when_nothing_changes():
     assert feed_each(n, body) == [[body]]
 
 
+@pytest.mark.parametrize(
+    "top",
+    [{"object": None}, {"object": "text_completion"}, {"object": ""}],
+    ids=["missing", "text_completion", "empty"],
+)
+def test_a_chunk_not_named_chat_completion_chunk_is_named_so(top):
+    n = normalizer()
+    fields = {k: v for k, v in top.items() if v is not None}
+    body = b"".join(
+        b"data: " + json.dumps({**ENVELOPE, **fields, "choices": choices}).encode() + b"\n\n"
+        for choices in ([{"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}], [])
+    )
+    if top["object"] is None:
+        body = body.replace(b'"object": "chat.completion.chunk", ', b"")
+    [sent] = feed_each(n, body)
+    # A chunk without choices keeps an object it names (Azure's filter chunk says "").
+    trailer = "chat.completion.chunk" if top["object"] is None else top["object"]
+    assert [c["object"] for c in parsed(sent)] == ["chat.completion.chunk", trailer]
+    assert [{**c, "object": None} for c in parsed(sent)] == [
+        {**json.loads(e.data or b""), "object": None} for e in events(body)
+    ]
+    assert n.repairs == {"object-missing": 2 if top["object"] is None else 1}
+
+
+def test_a_choice_without_delta_gets_an_empty_one_and_keeps_its_fields():
+    n = normalizer()
+    annotation = {"index": 0, "finish_reason": None, "content_filter_results": {"hate": {}}}
+    [sent] = feed_each(n, chunk({"content": "Hi"}) + chunk(None, choices=[annotation]))
+    assert parsed(sent)[1]["choices"] == [{**annotation, "delta": {}}]
+    assert n.repairs == {"delta-missing": 1}
+
+
+def test_chunks_that_name_themselves_right_are_not_parsed_however_spelled(monkeypatch):
+    parses = []
+    real = proxy.normalize.loads
+    monkeypatch.setattr(proxy.normalize, "loads", lambda data: parses.append(data) or real(data))
+    compact = chunk({"content": "Hi"}).replace(b'": ', b'":').replace(b", ", b",")
+    spaced = compact.replace(b'"object":', b'"object" :\t')
+    assert feed_each(normalizer(), compact + spaced) == [[compact, spaced]]
+    assert parses == []
+
+
 # -- holding and releasing -------------------------------------------------------------------------
 
 

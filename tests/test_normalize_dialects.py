@@ -1,8 +1,8 @@
 """Markup in text becomes tool calls (Q32): the normalizer's side of the dialects.
 
-The dialect here is a test double (tests/toy_dialect.py); the real dialects are built on the
-``dialects`` branch and their own tests check their grammars. What is checked here is how the
-normalizer gates extraction, maps segments to deltas and fails open.
+The real dialects do the parsing (their own tests, in tests/dialects/, check their grammars);
+what is checked here is how the normalizer gates extraction, maps segments to deltas, names
+the dialect in its repair record and fails open.
 """
 
 from __future__ import annotations
@@ -14,17 +14,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.dialects.base import Text
+import proxy.dialects
+from proxy.dialects import build_extractor
+from proxy.dialects.base import Segment, Tools
+from proxy.errors import DialectError
 from proxy.normalize import NormalizeOptions, RequestInfo, normalize_completion
 from tests.normalize_helpers import counting_ids, cut, run
 from tests.strict_checker import check, reconstruct
-from tests.toy_dialect import ToyDialect, toy_dialect  # noqa: F401 (a fixture)
-
-pytestmark = pytest.mark.usefixtures("toy_dialect")
 
 ENVELOPE = {"id": "chatcmpl-d", "object": "chat.completion.chunk", "created": 1, "model": "m"}
 TOOLS = {"tools": [{"type": "function", "function": {"name": "get_weather"}}]}
-ON = NormalizeOptions(dialects=("toy",))
+ON = NormalizeOptions(dialects=("hermes",))
 
 
 def stream(*texts: str, key: str = "content", finish: str = "stop", done: bool = True) -> bytes:
@@ -47,15 +47,27 @@ def stream(*texts: str, key: str = "content", finish: str = "stop", done: bool =
     return body + (b"data: [DONE]\n\n" if done else b"")
 
 
+def hermes(name: str, arguments: str) -> str:
+    return f'<tool_call>\n{{"name": "{name}", "arguments": {arguments}}}\n</tool_call>'
+
+
+# Hermes markup streamed as a tokenizer cuts it: the markers split over several chunks.
 TOKENS = [
     "Let me look.",
-    " <ca",
-    'll name="get_',
-    'weather">{"loc',
-    'ation": "Paris"}</c',
-    "all>",
+    "\n<tool",
+    '_call>\n{"na',
+    'me": "get_',
+    'weather", "arguments": {"loc',
+    'ation": "Paris"}}\n</tool',
+    "_call>",
     " Done.",
 ]
+KIMI = (
+    "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+    '<|tool_call_argument_begin|>{"location": "Paris"}<|tool_call_end|>'
+    "<|tool_calls_section_end|>"
+)
+GLM = "<tool_call>get_weather<arg_key>location</arg_key><arg_value>Lyon</arg_value></tool_call>"
 
 
 def normalize(
@@ -69,23 +81,33 @@ def normalize(
 
 @pytest.mark.parametrize("form", ["S1", "S2"])
 def test_markup_in_content_becomes_a_call_with_the_text_around_it_kept(form):
-    options = NormalizeOptions(dialects=("toy",), coalesce=form == "S2")
+    options = NormalizeOptions(dialects=("hermes",), coalesce=form == "S2")
     out, n = normalize(stream(*TOKENS), options)
     assert check(out, form=form) == []
     seen = reconstruct(out).choices[0]
-    assert "".join(seen.content) == "Let me look.  Done."
+    assert "".join(seen.content) == "Let me look.\n Done."
     assert [(c.name, json.loads(c.text)) for c in seen.calls] == [
         ("get_weather", {"location": "Paris"})
     ]
     assert seen.calls[0].id == "call00001"
     assert seen.finish_reason == "tool_calls"
-    assert n.repairs["markup-in-content:toy"] == 1
+    assert n.repairs["markup-in-content:hermes"] == 1
     assert n.repairs["finish-reason-stop"] == 1
 
 
 def test_the_markup_id_is_kept():
-    out, _ = normalize(stream('<call name="f" id="functions.f:0">{}</call>'))
-    assert reconstruct(out).choices[0].calls[0].id == "functions.f:0"
+    out, _ = normalize(stream(KIMI), NormalizeOptions(dialects=("kimi_k2",)))
+    assert reconstruct(out).choices[0].calls[0].id == "functions.get_weather:0"
+
+
+def test_with_every_dialect_on_each_call_is_recorded_under_its_own_dialect():
+    out, n = normalize(stream(GLM, " and ", KIMI), NormalizeOptions(dialects=("auto",)))
+    calls = reconstruct(out).choices[0].calls
+    assert [json.loads(c.text) for c in calls] == [{"location": "Lyon"}, {"location": "Paris"}]
+    assert {k: v for k, v in n.repairs.items() if k.startswith("markup")} == {
+        "markup-in-content:glm": 1,
+        "markup-in-content:kimi_k2": 1,
+    }
 
 
 @pytest.mark.parametrize(
@@ -94,9 +116,9 @@ def test_the_markup_id_is_kept():
         (NormalizeOptions(), TOOLS),
         (ON, {}),
         (ON, {**TOOLS, "tool_choice": "none"}),
-        (NormalizeOptions(dialects=("other",)), TOOLS),
+        (NormalizeOptions(dialects=("mistral", "kimi_k2")), TOOLS),
     ],
-    ids=["no dialects", "no tools", "tool_choice none", "no extractor"],
+    ids=["no dialects", "no tools", "tool_choice none", "other dialects"],
 )
 def test_text_stays_text_unless_extraction_applies(options, request_body):
     body = stream(*TOKENS)
@@ -104,29 +126,28 @@ def test_text_stays_text_unless_extraction_applies(options, request_body):
 
 
 def test_text_without_markup_passes_byte_for_byte():
-    body = stream("Hello", " <b>world</b>", " 1 < 2")
-    assert normalize(body)[0] == body
+    body = stream("Hello", " <b>world</b>", " 1 < 2", " [x] {y}")
+    assert normalize(body, NormalizeOptions(dialects=("auto",)))[0] == body
 
 
 def test_only_the_tail_that_could_begin_a_marker_is_held():
-    body = stream("Hello <", "b> there")
-    out, _ = normalize(body)
-    contents = ["".join(c.content) for c in reconstruct(out).choices.values()]
-    assert contents == ["Hello <b> there"]
+    out, _ = normalize(stream("Hello <tool", "box> there"))
+    contents = [c["choices"][0]["delta"].get("content") for c in _chunks(out)]
+    assert contents == [None, "Hello ", "<toolbox> there", None]
 
 
 def test_markup_cut_short_closes_the_call_with_what_arrived_and_records_it():
-    out, n = normalize(stream('<call name="f">{"a": 1'))
+    out, n = normalize(stream('<tool_call>\n{"name": "get_weather", "arguments": {"a": 1'))
     seen = reconstruct(out).choices[0]
     assert seen.calls[0].text == '{"a": 1'
     assert n.repairs["markup-broken"] == 1
 
 
 def test_reasoning_is_searched_only_when_asked():
-    body = stream('<call name="f">{}</call>', key="reasoning_content")
+    body = stream(hermes("get_weather", "{}"), key="reasoning_content")
     assert normalize(body)[0] == body
-    out, _ = normalize(body, NormalizeOptions(dialects=("toy",), extract_from_reasoning=True))
-    assert [c.name for c in reconstruct(out).choices[0].calls] == ["f"]
+    out, _ = normalize(body, NormalizeOptions(dialects=("hermes",), extract_from_reasoning=True))
+    assert [c.name for c in reconstruct(out).choices[0].calls] == ["get_weather"]
 
 
 def test_structured_calls_stop_the_extraction_and_release_held_text():
@@ -140,55 +161,35 @@ def test_structured_calls_stop_the_extraction_and_release_held_text():
             }
         ]
     }
-    body = (
+    later = " " + hermes("get_weather", "{}")
+    body = b"".join(
         b"data: "
         + json.dumps(
-            {
-                **ENVELOPE,
-                "choices": [{"index": 0, "delta": {"content": "x <ca"}, "finish_reason": None}],
-            }
+            {**ENVELOPE, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
         ).encode()
         + b"\n\n"
-        + b"data: "
-        + json.dumps(
-            {**ENVELOPE, "choices": [{"index": 0, "delta": structured, "finish_reason": None}]}
-        ).encode()
-        + b"\n\n"
-        + b"data: "
-        + json.dumps(
-            {
-                **ENVELOPE,
-                "choices": [
-                    {
-                        "index": 0,
-                        "delta": {"content": ' <call name="f">{}</call>'},
-                        "finish_reason": "tool_calls",
-                    }
-                ],
-            }
-        ).encode()
-        + b"\n\n"
+        for delta, finish in (
+            ({"content": "x <tool_"}, None),
+            (structured, None),
+            ({"content": later}, "tool_calls"),
+        )
     )
     out, _ = normalize(body)
     seen = reconstruct(out).choices[0]
-    assert "".join(seen.content) == 'x <ca <call name="f">{}</call>'
+    assert "".join(seen.content) == "x <tool_" + later
     assert [c.name for c in seen.calls] == ["g"]
 
 
-def test_a_failing_dialect_gives_back_its_text_and_stops():
-    out, n = normalize(stream("a <", "ca", "BOOM", '<call name="f">{}</call>'))
-    seen = reconstruct(out).choices[0]
-    assert "".join(seen.content) == 'a <caBOOM<call name="f">{}</call>'
-    assert seen.calls == []
-    assert n.repairs["dialect-error"] == 1
-
-
 def test_text_a_dialect_holds_counts_toward_the_cap():
-    options = NormalizeOptions(dialects=("toy",), max_held_bytes=20)
-    out, n = normalize(stream('<call name="f">{"a": "', "x" * 40, '"}</call>', "after"), options)
+    # the name comes last, so hermes holds the whole call until it: past the cap the stream
+    # gives up, and what the dialect held goes out as the text it was
+    options = NormalizeOptions(dialects=("hermes",), max_held_bytes=20)
+    texts = ['<tool_call>{"arguments": {"a": "', "x" * 40, '"}, "name": "get_weather"}', "after"]
+    out, n = normalize(stream(*texts), options)
     assert n.repairs["cap-reached"] == 1
     seen = reconstruct(out).choices[0]
-    assert seen.calls[0].text + "".join(seen.content) == '{"a": "' + "x" * 40 + '"}</call>after'
+    assert seen.calls == []
+    assert "".join(seen.content) == "".join(texts)
 
 
 @settings(max_examples=60, deadline=None)
@@ -198,20 +199,24 @@ def test_extraction_is_the_same_however_the_upstream_bytes_are_cut(points):
     assert normalize(cut(body, points))[0] == normalize(body)[0]
 
 
-def test_markup_in_a_message_becomes_calls_when_not_streamed():
-    message = {
-        "role": "assistant",
-        "content": 'Sure. <call name="get_weather">{"location": "Paris"}</call>',
-    }
-    body = json.dumps(
+def completion(content: str) -> bytes:
+    message = {"role": "assistant", "content": content}
+    return json.dumps(
         {
             "id": "x",
             "object": "chat.completion",
             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
         }
     ).encode()
+
+
+def test_markup_in_a_message_becomes_calls_when_not_streamed():
+    body = completion("Sure. " + hermes("get_weather", '{"location": "Paris"}'))
     out, repairs = normalize_completion(
-        body, ON, RequestInfo.from_body(TOOLS), new_id=counting_ids()
+        body,
+        NormalizeOptions(dialects=("auto",)),
+        RequestInfo.from_body(TOOLS),
+        new_id=counting_ids(),
     )
     choice = json.loads(out)["choices"][0]
     assert choice["message"]["content"] == "Sure. "
@@ -223,7 +228,7 @@ def test_markup_in_a_message_becomes_calls_when_not_streamed():
         }
     ]
     assert choice["finish_reason"] == "tool_calls"
-    assert repairs["markup-in-content:toy"] == 1
+    assert repairs["markup-in-content:hermes"] == 1
     assert (
         normalize_completion(
             body, NormalizeOptions(), RequestInfo.from_body(TOOLS), new_id=counting_ids()
@@ -232,8 +237,69 @@ def test_markup_in_a_message_becomes_calls_when_not_streamed():
     )
 
 
-def test_the_double_keeps_the_dialect_contract_for_plain_text():
-    dialect = ToyDialect()
-    assert dialect.feed("a < b") + dialect.close() == [Text("a < b")]
-    assert dialect.feed("x <cal") == [Text("x ")]
-    assert dialect.feed("m>") + dialect.close() == [Text("<calm>")]
+# -- a dialect that raises ---------------------------------------------------------------------
+
+
+class FailingHermes:
+    """The real hermes extractor, except that text containing ``BOOM`` raises DialectError.
+
+    No registered dialect raises DialectError: each fails open by itself, as the contract in
+    proxy/dialects/base.py asks. The normalizer must survive one that does all the same, and
+    only a double can take it down that path.
+    """
+
+    def __init__(self, tools: Tools) -> None:
+        real = build_extractor(["hermes"], tools)
+        assert real is not None
+        self._real = real
+
+    def feed(self, text: str) -> list[Segment]:
+        if "BOOM" in text:
+            raise DialectError("told to fail")
+        return self._real.feed(text)
+
+    def close(self) -> list[Segment]:
+        return self._real.close()
+
+    @property
+    def held(self) -> int:
+        return self._real.held
+
+    @property
+    def dialect(self) -> str | None:
+        return self._real.dialect
+
+
+@pytest.fixture
+def failing_dialect(monkeypatch):
+    monkeypatch.setattr(
+        proxy.dialects, "build_extractor", lambda names, tools: FailingHermes(tools)
+    )
+
+
+@pytest.mark.usefixtures("failing_dialect")
+def test_a_failing_dialect_gives_back_its_text_and_stops():
+    later = hermes("get_weather", "{}")
+    out, n = normalize(stream("a <tool", "_ca", "BOOM", later))
+    seen = reconstruct(out).choices[0]
+    assert "".join(seen.content) == "a <tool_caBOOM" + later
+    assert seen.calls == []
+    assert n.repairs["dialect-error"] == 1
+
+
+@pytest.mark.usefixtures("failing_dialect")
+def test_a_failing_dialect_leaves_a_whole_message_as_it_came():
+    body = completion("BOOM " + hermes("get_weather", "{}"))
+    out, repairs = normalize_completion(
+        body, ON, RequestInfo.from_body(TOOLS), new_id=counting_ids()
+    )
+    assert out == body
+    assert repairs == {"dialect-error": 1}
+
+
+def _chunks(out: bytes) -> list[dict[str, Any]]:
+    return [
+        json.loads(line[len(b"data: ") :])
+        for line in out.split(b"\n\n")
+        if line.startswith(b"data: {")
+    ]

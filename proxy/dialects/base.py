@@ -66,3 +66,9 @@ class Extractor(Protocol):
         before its call's name, a typed value before its closing tag). The normalizer
         compares it with its cap; past the cap it fails open."""
         ...
+
+    @property
+    def dialect(self) -> str | None:
+        """The name of the dialect that opened the most recent call (None before the first):
+        the repair record counts extracted calls per dialect."""
+        ...

@@ -18,6 +18,7 @@ end of the last call.
 :class:`BlockParser` gives each dialect a buffer, a cursor, small matching helpers and a
 state table (``STEPS``: state -> handler). A handler returns True when it moved on, False
 when it needs more text, and raises :class:`Broken` when the markup is not the dialect's.
+A state that only expects a literal gets its handler from :func:`expect`.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class BlockParser:
         self.calls = 0
         self.open = False
         self.pending = 0  # characters taken from buf but not yet emitted (a typed value)
+        self.gathered: list[str] = []  # what gather() took so far
         self._out: list[Segment] = []
 
     # -- the Block protocol ------------------------------------------------------------------
@@ -146,6 +148,16 @@ class BlockParser:
 
     # -- matching helpers: each returns None when more text is needed ------------------------
 
+    def text_follows(self, final: bool, missing: str) -> bool:
+        """Skip whitespace; whether text follows (False: more may come). At the end of the
+        markup, raise ``missing``."""
+        self.skip_ws()
+        if not self.at_end():
+            return True
+        if final:
+            raise Broken(missing)
+        return False
+
     def skip_ws(self) -> None:
         buf, pos = self.buf, self.pos
         while pos < len(buf) and buf[pos] in WHITESPACE:
@@ -189,6 +201,21 @@ class BlockParser:
         self.pos = found.end if found else end
         return text, found
 
+    def gather(self, scanner: MarkerScanner, final: bool) -> str | None:
+        """The text up to the next marker (which is consumed), taken over as many feeds as it
+        takes; None until the marker arrives. Inside an open call the text taken counts as
+        ``pending`` until then."""
+        text, found = self.until(scanner, final)
+        self.gathered.append(text)
+        if self.open:
+            self.pending += len(text)
+        if found is None:
+            return None
+        whole = "".join(self.gathered)
+        self.gathered = []
+        self.pending = 0
+        return whole
+
     def name(self, allowed: Callable[[str], bool], stops: str, final: bool) -> str | None:
         """A run of characters allowed in a name, ended by one of ``stops`` (not consumed)."""
         buf, pos = self.buf, self.pos
@@ -207,37 +234,57 @@ class BlockParser:
         return found
 
 
+def expect(options: Sequence[str], then: str) -> Handler:
+    """The handler of a state that expects one of ``options`` (after whitespace), then goes
+    on to ``then``."""
+
+    def handler(block: BlockParser, final: bool) -> bool:
+        block.skip_ws()
+        if block.literal(options, final) is None:
+            return False
+        block.state = then
+        return True
+
+    return handler
+
+
 def name_char(char: str) -> bool:
     """Characters of a function name as the dialects write it (OpenAI's set, dots, colons)."""
     return char.isalnum() or char in "_-.:"
 
 
 class Fork:
-    """Several dialects share one opening marker (``<tool_call>``): feed all, keep the first
-    that emits anything; the block fails only when every candidate has failed."""
+    """The block of every dialect that opens with a marker (several share ``<tool_call>``):
+    feed all, keep the first that emits anything; the block fails only when every candidate
+    has failed. Each block comes with its dialect's name; ``dialect`` names the one kept once
+    that is decided (at once when there is only one)."""
 
-    def __init__(self, blocks: Sequence[Block]) -> None:
+    def __init__(self, blocks: Sequence[tuple[str, Block]]) -> None:
         self._blocks = list(blocks)
 
+    @property
+    def dialect(self) -> str | None:
+        return self._blocks[0][0] if len(self._blocks) == 1 else None
+
     def feed(self, text: str) -> Step:
-        return self._pick([block.feed(text) for block in self._blocks])
+        return self._pick([block.feed(text) for _, block in self._blocks])
 
     def close(self) -> Step:
-        return self._pick([block.close() for block in self._blocks])
+        return self._pick([block.close() for _, block in self._blocks])
 
     @property
     def held(self) -> int:
-        return max(block.held for block in self._blocks)
+        return max(block.held for _, block in self._blocks)
 
     def _pick(self, steps: list[Step]) -> Step:
-        alive: list[Block] = []
-        for block, step in zip(self._blocks, steps, strict=True):
+        alive: list[tuple[str, Block]] = []
+        for named, step in zip(self._blocks, steps, strict=True):
             if step.failed:
                 continue
             if step.segments or step.rest is not None:
-                self._blocks = [block]
+                self._blocks = [named]
                 return step
-            alive.append(block)
+            alive.append(named)
         if not alive:
             return steps[-1]
         self._blocks = alive
@@ -257,11 +304,12 @@ class Dialect:
 
     def __init__(self, tools: Tools) -> None:
         self.tools = tools
-        self.functions = frozenset(parameter_schemas(tools))
+        # function name -> parameter name -> its schema, for the dialects that type values
+        self.schemas = parameter_schemas(tools)
 
     def declared(self, name: str) -> bool:
         """Whether the request declared a function of that name (guards marker-less markup)."""
-        return name in self.functions
+        return name in self.schemas
 
     def block(self, marker: str) -> Block:
         raise NotImplementedError

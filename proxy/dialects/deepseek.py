@@ -29,13 +29,13 @@ from proxy.dialects.block import (
     DONE,
     WHITESPACE,
     Block,
-    BlockParser,
     Broken,
     Dialect,
     Handler,
+    expect,
     name_char,
 )
-from proxy.dialects.jsonscan import JsonArgs
+from proxy.dialects.jsonscan import JsonArgs, JsonBlock
 from proxy.dialects.scan import MarkerScanner
 
 CALLS_BEGIN = "<｜tool▁calls▁begin｜>"
@@ -48,11 +48,9 @@ FENCE_CLOSE = "```"
 _SEP = MarkerScanner((SEP,))
 
 
-class DeepSeekBlock(BlockParser):
+class DeepSeekBlock(JsonBlock):
     def __init__(self, marker: str) -> None:
         super().__init__(marker, "section")
-        self.args = JsonArgs(self)
-        self._head: list[str] = []
         self._fenced = False
 
     def _section(self, final: bool) -> bool:
@@ -64,12 +62,10 @@ class DeepSeekBlock(BlockParser):
         return True
 
     def _head_text(self, final: bool) -> bool:
-        text, found = self.until(_SEP, final)
-        self._head.append(text)
-        if found is None:
-            return bool(text)
-        head = "".join(self._head).strip(WHITESPACE)
-        self._head = []
+        head = self.gather(_SEP, final)
+        if head is None:
+            return False
+        head = head.strip(WHITESPACE)
         self._fenced = head == "function"
         if self._fenced:
             self.state = "v3_name"
@@ -88,7 +84,7 @@ class DeepSeekBlock(BlockParser):
         if not name or not all(map(name_char, name)):
             raise Broken(f"{name!r} is not a function name")
         self.emit(CallOpen(name))
-        self.args = JsonArgs(self)
+        self.part = JsonArgs(self)
         self.state = "fence" if self._fenced else "args"
 
     def _fence(self, final: bool) -> bool:
@@ -99,24 +95,7 @@ class DeepSeekBlock(BlockParser):
         return True
 
     def _args(self, final: bool) -> bool:
-        moved = self.args.step(final)
-        if self.args.done:
-            self.state = "fence_end" if self._fenced else "call_end"
-        return moved
-
-    def _fence_end(self, final: bool) -> bool:
-        self.skip_ws()
-        if self.literal((FENCE_CLOSE,), final) is None:
-            return False
-        self.state = "call_end"
-        return True
-
-    def _call_end(self, final: bool) -> bool:
-        self.skip_ws()
-        if self.literal((CALL_END,), final) is None:
-            return False
-        self.state = "section"
-        return True
+        return self.read_part("fence_end" if self._fenced else "call_end", final)
 
     STEPS: ClassVar[Mapping[str, Handler]] = {
         "section": _section,
@@ -124,8 +103,8 @@ class DeepSeekBlock(BlockParser):
         "v3_name": _v3_name,
         "fence": _fence,
         "args": _args,
-        "fence_end": _fence_end,
-        "call_end": _call_end,
+        "fence_end": expect((FENCE_CLOSE,), "call_end"),
+        "call_end": expect((CALL_END,), "section"),
     }
 
 

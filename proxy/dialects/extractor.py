@@ -2,10 +2,10 @@
 
 Content is forwarded as :class:`Text` until an opening marker of some dialect; only the tail
 that could still become a marker is held back. At a marker the dialect's block parser takes
-over (a :class:`Fork` when several dialects open with the same marker) until its markup ends,
-and scanning resumes on the text after it. Markup without a marker of its own (a bare JSON
-object, a Python-style list) is looked for only where the content starts, leading whitespace
-aside.
+over (through a :class:`Fork`, which picks among several dialects that open with the same
+marker and names the one that took the block) until its markup ends, and scanning resumes on
+the text after it. Markup without a marker of its own (a bare JSON object, a Python-style
+list) is looked for only where the content starts, leading whitespace aside.
 
 Feeding the same text cut differently gives the same segments, except that :class:`Text`
 may come in different pieces.
@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from proxy.dialects.base import Segment, Text
-from proxy.dialects.block import WHITESPACE, Block, Dialect, Fork, Step
+from proxy.dialects.base import CallOpen, Segment, Text
+from proxy.dialects.block import WHITESPACE, Dialect, Fork, Step
 from proxy.dialects.scan import MarkerScanner
 
 
@@ -33,14 +33,22 @@ class MarkupExtractor:
         self._scanner = MarkerScanner(self._anywhere) if self._anywhere else None
         self._start_scanner = MarkerScanner(self._at_start) if self._at_start else None
         self._text = ""  # scanned text not yet released
-        self._block: Block | None = None
+        self._block: Fork | None = None
         self._marker = ""
         self._starting = True  # nothing but whitespace released so far
+        self._dialect: str | None = None
 
     @property
     def held(self) -> int:
         """Characters fed but not yet given out in any segment."""
         return len(self._text) + (self._block.held if self._block else 0)
+
+    @property
+    def dialect(self) -> str | None:
+        """The name of the dialect whose block opened the most recent call (None before the
+        first), for proxy.repairs.markup_kind. Read after a ``feed`` that opened calls of two
+        dialects, it names the later one."""
+        return self._dialect
 
     def feed(self, text: str) -> list[Segment]:
         return self._run(text, final=False)
@@ -65,6 +73,8 @@ class MarkupExtractor:
                     out.append(Text(self._marker))
                 else:
                     out.extend(step.segments)
+                    if any(isinstance(segment, CallOpen) for segment in step.segments):
+                        self._dialect = self._block.dialect
                 if step.rest is None:
                     return _merged(out)
                 self._block = None
@@ -102,8 +112,7 @@ class MarkupExtractor:
         return found.marker if found is not None and found.start == 0 else None
 
     def _open(self, marker: str, dialects: list[Dialect]) -> str:
-        blocks = [dialect.block(marker) for dialect in dialects]
-        self._block = blocks[0] if len(blocks) == 1 else Fork(blocks)
+        self._block = Fork([(dialect.name, dialect.block(marker)) for dialect in dialects])
         self._marker = marker
         rest = self._text[len(marker) :]
         self._text = ""

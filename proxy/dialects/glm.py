@@ -28,9 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from proxy.dialects.base import Tools
 from proxy.dialects.block import DONE, WHITESPACE, Block, Dialect, Handler, name_char
-from proxy.dialects.params import parameter_schemas
 from proxy.dialects.scan import MarkerScanner
 from proxy.dialects.xmlcall import ParamsBlock
 
@@ -46,7 +44,6 @@ class GlmBlock(ParamsBlock):
     def __init__(self, marker: str, dialect: Glm) -> None:
         super().__init__(marker, "name", dialect.schemas)
         self._function = ""
-        self._key_parts: list[str] = []
 
     def _name(self, final: bool) -> bool:
         self.skip_ws()
@@ -59,27 +56,13 @@ class GlmBlock(ParamsBlock):
 
     def _after_name(self, final: bool) -> bool:
         # The call opens only once a tag confirms that the word was a function name.
-        self.skip_ws()
-        tag = self.literal((KEY, CLOSE), final)
-        if tag is None:
-            return False
-        self.open_call(self._function)
-        if tag == CLOSE:
-            self.close_call()
-            self.state = DONE
-        else:
-            self.state = "key"
-        return True
+        return self._next(final, first=True)
 
     def _arg_key(self, final: bool) -> bool:
-        text, found = self.until(_KEY_END, final)
-        self._key_parts.append(text)
-        self.pending += len(text)
-        if found is None:
-            return bool(text)
-        self._key = "".join(self._key_parts).strip()
-        self._key_parts = []
-        self.pending = 0
+        key = self.gather(_KEY_END, final)
+        if key is None:
+            return False
+        self._key = key.strip()
         self.state = "value"
         return True
 
@@ -90,11 +73,13 @@ class GlmBlock(ParamsBlock):
         self.begin_value(self._key, _VALUE_END, after="next")
         return True
 
-    def _next(self, final: bool) -> bool:
+    def _next(self, final: bool, first: bool = False) -> bool:
         self.skip_ws()
         tag = self.literal((KEY, CLOSE), final)
         if tag is None:
             return False
+        if first:
+            self.open_call(self._function)
         if tag == CLOSE:
             self.close_call()
             self.state = DONE
@@ -108,18 +93,13 @@ class GlmBlock(ParamsBlock):
         "key": _arg_key,
         "value": _value,
         "next": _next,
-        "text_value": ParamsBlock._text_value,
-        "typed_value": ParamsBlock._typed_value,
+        **ParamsBlock.STEPS,
     }
 
 
 class Glm(Dialect):
     name = "glm"
     openers = (OPEN,)
-
-    def __init__(self, tools: Tools) -> None:
-        super().__init__(tools)
-        self.schemas = parameter_schemas(tools)
 
     def block(self, marker: str) -> Block:
         return GlmBlock(marker, self)

@@ -30,13 +30,12 @@ from proxy.dialects.block import (
     DONE,
     WHITESPACE,
     Block,
-    BlockParser,
     Broken,
     Dialect,
     Handler,
     name_char,
 )
-from proxy.dialects.jsonscan import JsonArgs
+from proxy.dialects.jsonscan import JsonArgs, JsonBlock, json_part
 
 RECIPIENT = "to=functions."
 OPENERS = (
@@ -55,10 +54,9 @@ def _name_char(char: str) -> bool:
     return name_char(char) and char != ":"
 
 
-class HarmonyBlock(BlockParser):
+class HarmonyBlock(JsonBlock):
     def __init__(self, marker: str) -> None:
         super().__init__(marker, "name")
-        self.args = JsonArgs(self)
         self._function = ""
 
     def _name(self, final: bool) -> bool:
@@ -73,17 +71,12 @@ class HarmonyBlock(BlockParser):
         self.skip_ws()
         if self.peek() == "{":
             self.emit(CallOpen(self._function))
+            self.part = JsonArgs(self)
             self.state = "args"
             return True
         if self.at_end() and final:
             raise Broken("markup ended in a message header")
         return self.literal(HEADER_PARTS, final) is not None
-
-    def _args(self, final: bool) -> bool:
-        moved = self.args.step(final)
-        if self.args.done:
-            self.state = "end"
-        return moved
 
     def _end(self, final: bool) -> bool:
         if self.optional((CALL,), final) is None:
@@ -94,7 +87,7 @@ class HarmonyBlock(BlockParser):
     STEPS: ClassVar[Mapping[str, Handler]] = {
         "name": _name,
         "header": _header,
-        "args": _args,
+        "args": json_part("end"),
         "end": _end,
     }
 

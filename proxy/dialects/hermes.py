@@ -30,36 +30,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from proxy.dialects.block import DONE, Block, BlockParser, Dialect, Handler
-from proxy.dialects.jsonscan import JsonCall
+from proxy.dialects.block import DONE, Block, Dialect, Handler
+from proxy.dialects.jsonscan import JsonBlock, any_name, json_part
 
 OPEN = "<tool_call>"
 CLOSE = "</tool_call>"
 
 
-class HermesBlock(BlockParser):
+class HermesBlock(JsonBlock):
     def __init__(self, marker: str) -> None:
         super().__init__(marker, "call")
-        self.call = JsonCall(self, accept_name=lambda name: True)
-
-    def _call(self, final: bool) -> bool:
-        moved = self.call.step(final)
-        if self.call.done:
-            self.state = "next"
-        return moved
+        self.start_call(any_name)
 
     def _next(self, final: bool) -> bool:
         self.skip_ws()
         if self.peek() == "{":
-            self.call = JsonCall(self, accept_name=lambda name: True)
-            self.state = "call"
-            return True
+            return self.start_call(any_name)
         if self.literal((CLOSE,), final) is None:
             return False
         self.state = DONE
         return True
 
-    STEPS: ClassVar[Mapping[str, Handler]] = {"call": _call, "next": _next}
+    STEPS: ClassVar[Mapping[str, Handler]] = {"call": json_part("next"), "next": _next}
 
 
 class Hermes(Dialect):

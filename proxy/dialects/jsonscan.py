@@ -9,7 +9,11 @@ cannot be JSON outside strings (``<`` ...); orjson checks the finished text.
 the call as soon as the name is complete and the dialect accepts it, and streams the
 arguments object as the model's own text, sliced exactly; arguments that came before the
 name wait for it. Arguments given as a JSON string holding an object are unwrapped; missing
-arguments are ``{}``.
+arguments are ``{}``. :class:`JsonArgs` streams the arguments object of a call that the
+markup around it already opened.
+
+A :class:`JsonBlock` hands its buffer to one of them at a time (its ``part``); the state in
+which the part reads gets its handler from :func:`json_part`.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import ClassVar, Final
 import orjson
 
 from proxy.dialects.base import CallArgs, CallClose, CallOpen
-from proxy.dialects.block import DONE, BlockParser, Broken, Handler
+from proxy.dialects.block import DONE, BlockParser, Broken, Handler, expect
 
 _STRING_BODY: Final = re.compile(r'[^"\\]*')
 _BORING: Final = re.compile(r"[\s,:0-9a-zA-Z.+\-]*")  # what may sit between tokens
@@ -289,10 +293,7 @@ class JsonArgs:
     def step(self, final: bool) -> bool:
         block = self._block
         if self._value is None:
-            block.skip_ws()
-            if block.at_end():
-                if final:
-                    raise Broken("markup ended before the arguments")
+            if not block.text_follows(final, "markup ended before the arguments"):
                 return False
             if block.peek() != "{":
                 raise Broken("arguments are not a JSON object")
@@ -316,35 +317,49 @@ class JsonArgs:
         return True
 
 
-class JsonArrayBlock(BlockParser):
+class JsonBlock(BlockParser):
+    """A block whose calls, or their arguments, are JSON read by a part on its buffer."""
+
+    part: JsonCall | JsonArgs
+
+    def read_part(self, then: str, final: bool) -> bool:
+        """Let the part read; once it is done, go on to ``then``."""
+        moved = self.part.step(final)
+        if self.part.done:
+            self.state = then
+        return moved
+
+    def start_call(self, accept_name: Callable[[str], bool]) -> bool:
+        """A call object starts at the cursor: read it in state "call"."""
+        self.part = JsonCall(self, accept_name)
+        self.state = "call"
+        return True
+
+
+def json_part(then: str) -> Handler:
+    """The handler of a state in which the block's part reads, going on to ``then``."""
+
+    def handler(block: JsonBlock, final: bool) -> bool:
+        return block.read_part(then, final)
+
+    return handler
+
+
+def any_name(name: str) -> bool:
+    """Behind a marker of its own, markup may call any function."""
+    return True
+
+
+class JsonArrayBlock(JsonBlock):
     """A block holding a JSON array of call objects: ``[{...}, {...}]``."""
 
     def __init__(self, marker: str, state: str = "array") -> None:
         super().__init__(marker, state)
-        self.call = JsonCall(self, accept_name=lambda name: True)
-
-    def _array(self, final: bool) -> bool:
-        self.skip_ws()
-        if self.literal(("[",), final) is None:
-            return False
-        self.state = "item"
-        return True
 
     def _item(self, final: bool) -> bool:
-        self.skip_ws()
-        if self.at_end():
-            if final:
-                raise Broken("markup ended before a call object")
+        if not self.text_follows(final, "markup ended before a call object"):
             return False
-        self.call = JsonCall(self, accept_name=lambda name: True)
-        self.state = "call"
-        return True
-
-    def _call(self, final: bool) -> bool:
-        moved = self.call.step(final)
-        if self.call.done:
-            self.state = "next"
-        return moved
+        return self.start_call(any_name)
 
     def _next(self, final: bool) -> bool:
         self.skip_ws()
@@ -355,8 +370,8 @@ class JsonArrayBlock(BlockParser):
         return True
 
     STEPS: ClassVar[Mapping[str, Handler]] = {
-        "array": _array,
+        "array": expect(("[",), "item"),
         "item": _item,
-        "call": _call,
+        "call": json_part("next"),
         "next": _next,
     }

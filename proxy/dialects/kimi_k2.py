@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from proxy.dialects.base import CallOpen
-from proxy.dialects.block import DONE, Block, BlockParser, Broken, Dialect, Handler, name_char
-from proxy.dialects.jsonscan import JsonArgs
+from proxy.dialects.block import DONE, Block, Broken, Dialect, Handler, name_char
+from proxy.dialects.jsonscan import JsonArgs, JsonBlock, json_part
 from proxy.dialects.scan import MarkerScanner
 
 SECTION_BEGIN = "<|tool_calls_section_begin|>"
@@ -41,12 +41,10 @@ def function_name(call_id: str) -> str:
     return name
 
 
-class KimiBlock(BlockParser):
+class KimiBlock(JsonBlock):
     def __init__(self, marker: str) -> None:
         self._section = marker == SECTION_BEGIN
         super().__init__(marker, "section" if self._section else "call_id")
-        self.args = JsonArgs(self)
-        self._id_parts: list[str] = []
 
     def _section_next(self, final: bool) -> bool:
         self.skip_ws()
@@ -57,22 +55,14 @@ class KimiBlock(BlockParser):
         return True
 
     def _call_id(self, final: bool) -> bool:
-        text, found = self.until(_ID_END, final)
-        self._id_parts.append(text)
-        if found is None:
-            return bool(text)
-        call_id = "".join(self._id_parts).strip()
-        self._id_parts = []
+        call_id = self.gather(_ID_END, final)
+        if call_id is None:
+            return False
+        call_id = call_id.strip()
         self.emit(CallOpen(function_name(call_id), id=call_id))
-        self.args = JsonArgs(self)
+        self.part = JsonArgs(self)
         self.state = "args"
         return True
-
-    def _args(self, final: bool) -> bool:
-        moved = self.args.step(final)
-        if self.args.done:
-            self.state = "call_end"
-        return moved
 
     def _call_end(self, final: bool) -> bool:
         self.skip_ws()
@@ -84,7 +74,7 @@ class KimiBlock(BlockParser):
     STEPS: ClassVar[Mapping[str, Handler]] = {
         "section": _section_next,
         "call_id": _call_id,
-        "args": _args,
+        "args": json_part("call_end"),
         "call_end": _call_end,
     }
 

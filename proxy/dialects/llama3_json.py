@@ -20,48 +20,38 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from proxy.dialects.block import DONE, Block, BlockParser, Broken, Dialect, Handler
-from proxy.dialects.jsonscan import JsonCall
+from proxy.dialects.block import DONE, Block, Dialect, Handler
+from proxy.dialects.jsonscan import JsonBlock, JsonCall, any_name, json_part
 
 PYTHON_TAG = "<|python_tag|>"
 BARE = "{"
 
 
-class Llama3JsonBlock(BlockParser):
+class Llama3JsonBlock(JsonBlock):
     def __init__(self, marker: str, dialect: Llama3Json) -> None:
         super().__init__(marker, "call")
         # The bare form's marker is the object's own brace; the tag form is strong enough on
         # its own to take any name.
-        self._accept = dialect.declared if marker == BARE else (lambda name: True)
-        self.call = JsonCall(self, self._accept, brace_taken=marker == BARE)
-
-    def _call(self, final: bool) -> bool:
-        moved = self.call.step(final)
-        if self.call.done:
-            self.state = "next"
-        return moved
+        self._accept = dialect.declared if marker == BARE else any_name
+        self.part = JsonCall(self, self._accept, brace_taken=marker == BARE)
 
     def _next(self, final: bool) -> bool:
         sep = self.optional((";",), final)
         if sep is None:
             return False
-        if not sep:
-            self.state = DONE
-            return True
-        self.state = "another"
+        self.state = "another" if sep else DONE
         return True
 
     def _another(self, final: bool) -> bool:
-        self.skip_ws()
-        if self.at_end():
-            if final:
-                raise Broken("nothing after ';'")
+        if not self.text_follows(final, "nothing after ';'"):
             return False
-        self.call = JsonCall(self, self._accept)
-        self.state = "call"
-        return True
+        return self.start_call(self._accept)
 
-    STEPS: ClassVar[Mapping[str, Handler]] = {"call": _call, "next": _next, "another": _another}
+    STEPS: ClassVar[Mapping[str, Handler]] = {
+        "call": json_part("next"),
+        "next": _next,
+        "another": _another,
+    }
 
 
 class Llama3Json(Dialect):

@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from proxy.dialects.base import CallOpen
-from proxy.dialects.block import DONE, Block, Broken, Dialect, Handler
-from proxy.dialects.jsonscan import JsonArgs, JsonArrayBlock
+from proxy.dialects.block import DONE, Block, Dialect, Handler
+from proxy.dialects.jsonscan import JsonArgs, JsonArrayBlock, json_part
 from proxy.dialects.scan import MarkerScanner
 
 OPEN = "[TOOL_CALLS]"
@@ -44,15 +44,10 @@ def _name_char(char: str) -> bool:
 class MistralBlock(JsonArrayBlock):
     def __init__(self, marker: str) -> None:
         super().__init__(marker, state="start")
-        self.args = JsonArgs(self)
         self._function = ""
-        self._id_parts: list[str] = []
 
     def _start(self, final: bool) -> bool:
-        self.skip_ws()
-        if self.at_end():
-            if final:
-                raise Broken("nothing after [TOOL_CALLS]")
+        if not self.text_follows(final, "nothing after [TOOL_CALLS]"):
             return False
         self.state = "array" if self.peek() == "[" else "name"
         return True
@@ -75,25 +70,19 @@ class MistralBlock(JsonArrayBlock):
         if tag == CALL_ID:
             self.state = "call_id"
             return True
-        self.emit(CallOpen(self._function))
-        self.state = "args"
-        return True
+        return self._open(None)
 
     def _call_id(self, final: bool) -> bool:
-        text, found = self.until(_ID_END, final)
-        self._id_parts.append(text)
-        if found is None:
-            return bool(text)
-        call_id = "".join(self._id_parts).strip()
-        self.emit(CallOpen(self._function, id=call_id or None))
+        call_id = self.gather(_ID_END, final)
+        if call_id is None:
+            return False
+        return self._open(call_id.strip() or None)
+
+    def _open(self, call_id: str | None) -> bool:
+        self.emit(CallOpen(self._function, id=call_id))
+        self.part = JsonArgs(self)
         self.state = "args"
         return True
-
-    def _args(self, final: bool) -> bool:
-        moved = self.args.step(final)
-        if self.args.done:
-            self.state = DONE
-        return moved
 
     STEPS: ClassVar[Mapping[str, Handler]] = {
         **JsonArrayBlock.STEPS,
@@ -101,7 +90,7 @@ class MistralBlock(JsonArrayBlock):
         "name": _name,
         "after_name": _after_name,
         "call_id": _call_id,
-        "args": _args,
+        "args": json_part(DONE),
     }
 
 

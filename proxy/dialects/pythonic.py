@@ -24,7 +24,16 @@ from typing import Any, ClassVar, Final
 import orjson
 
 from proxy.dialects.base import CallArgs, CallClose, CallOpen
-from proxy.dialects.block import DONE, WHITESPACE, Block, BlockParser, Broken, Dialect, Handler
+from proxy.dialects.block import (
+    DONE,
+    WHITESPACE,
+    Block,
+    BlockParser,
+    Broken,
+    Dialect,
+    Handler,
+    expect,
+)
 from proxy.dialects.params import ArgsWriter, string_json
 
 LIST = "["
@@ -126,13 +135,6 @@ class PythonicBlock(BlockParser):
         self._value = ValueScanner()
         self._parts: list[str] = []
 
-    def _list(self, final: bool) -> bool:
-        self.skip_ws()
-        if self.literal((LIST,), final) is None:
-            return False
-        self.state = "call_name"
-        return True
-
     def _call_name(self, final: bool) -> bool:
         self.skip_ws()
         name = self.name(_name_char, WHITESPACE + "(", final)
@@ -224,7 +226,7 @@ class PythonicBlock(BlockParser):
         return True
 
     STEPS: ClassVar[Mapping[str, Handler]] = {
-        "list": _list,
+        "list": expect((LIST,), "call_name"),
         "call_name": _call_name,
         "paren": _paren,
         "arg_key": _arg_key,

@@ -29,9 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from proxy.dialects.base import Tools
-from proxy.dialects.block import DONE, Block, Broken, Dialect, Handler, name_char
-from proxy.dialects.params import parameter_schemas
+from proxy.dialects.block import DONE, Block, Broken, Dialect, Handler, expect, name_char
 from proxy.dialects.scan import MarkerScanner
 from proxy.dialects.xmlcall import ParamsBlock
 
@@ -49,13 +47,6 @@ class Qwen3CoderBlock(ParamsBlock):
         super().__init__(marker, "enter" if wrapped else "function", dialect.schemas)
         self._wrapped = wrapped
         self._callee = ""
-
-    def _enter(self, final: bool) -> bool:
-        self.skip_ws()
-        if self.literal((FUNCTION,), final) is None:
-            return False
-        self.state = "function"
-        return True
 
     def _function(self, final: bool) -> bool:
         name = self.name(name_char, ">", final)
@@ -112,14 +103,13 @@ class Qwen3CoderBlock(ParamsBlock):
         return True
 
     STEPS: ClassVar[Mapping[str, Handler]] = {
-        "enter": _enter,
+        "enter": expect((FUNCTION,), "function"),
         "function": _function,
         "confirm": _confirm,
         "param": _param,
         "param_name": _param_name,
         "param_newline": _param_newline,
-        "text_value": ParamsBlock._text_value,
-        "typed_value": ParamsBlock._typed_value,
+        **ParamsBlock.STEPS,
         "exit": _exit,
     }
 
@@ -127,10 +117,6 @@ class Qwen3CoderBlock(ParamsBlock):
 class Qwen3Coder(Dialect):
     name = "qwen3_coder"
     openers = (OPEN, FUNCTION)
-
-    def __init__(self, tools: Tools) -> None:
-        super().__init__(tools)
-        self.schemas = parameter_schemas(tools)
 
     def block(self, marker: str) -> Block:
         return Qwen3CoderBlock(marker, self)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,17 +30,24 @@ class Found:
         return self.start + len(self.marker)
 
 
+@cache
+def _tables(markers: frozenset[str]) -> tuple[tuple[str, ...], re.Pattern[str], frozenset[str]]:
+    """Built once per set of markers: every stream's extractor scans for the same ones, and
+    the prefix set of all dialects' markers is hundreds of strings."""
+    ordered = tuple(sorted(markers, key=lambda m: (-len(m), m)))
+    if not ordered or not all(ordered):
+        raise ValueError("a scanner needs non-empty markers")
+    pattern = re.compile("|".join(re.escape(m) for m in ordered))
+    prefixes = frozenset(m[:i] for m in ordered for i in range(1, len(m)))
+    return ordered, pattern, prefixes
+
+
 class MarkerScanner:
     """Finds the leftmost complete marker; at one position the longest marker wins."""
 
     def __init__(self, markers: Iterable[str]) -> None:
-        ordered = sorted(set(markers), key=len, reverse=True)
-        if not ordered or not all(ordered):
-            raise ValueError("a scanner needs non-empty markers")
-        self.markers: tuple[str, ...] = tuple(ordered)
-        self._pattern = re.compile("|".join(re.escape(m) for m in ordered))
-        self._prefixes = frozenset(m[:i] for m in ordered for i in range(1, len(m)))
-        self._longest = len(ordered[0])
+        self.markers, self._pattern, self._prefixes = _tables(frozenset(markers))
+        self._longest = len(self.markers[0])
 
     def find(self, text: str, start: int = 0) -> Found | None:
         match = self._pattern.search(text, start)

@@ -9,10 +9,13 @@ once its closing tag has arrived, converted to its type.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 import orjson
 
 from proxy.dialects.base import CallArgs, CallClose, CallOpen
-from proxy.dialects.block import BlockParser
+from proxy.dialects.block import BlockParser, Handler
 from proxy.dialects.params import ArgsWriter, Schema, is_text, string_json, typed_json
 from proxy.dialects.scan import MarkerScanner
 
@@ -27,7 +30,6 @@ class ParamsBlock(BlockParser):
         self._writer = ArgsWriter()
         self._key = ""
         self._schema: Schema | None = None
-        self._parts: list[str] = []
         self._value_end: MarkerScanner | None = None
         self._after_value = ""
 
@@ -49,12 +51,11 @@ class ParamsBlock(BlockParser):
             self.emit(CallArgs(self._writer.key(key) + '"'))
             self.state = "text_value"
         else:
-            self._parts = []
             self.state = "typed_value"
 
     def flush(self) -> None:
-        if self.state == "typed_value" and self._parts:
-            value = "".join(self._parts)
+        if self.state == "typed_value" and self.gathered:
+            value = "".join(self.gathered)
             self.emit(CallArgs(self._writer.key(self._key) + string_json(value)))
 
     def _text_value(self, final: bool) -> bool:
@@ -70,14 +71,14 @@ class ParamsBlock(BlockParser):
 
     def _typed_value(self, final: bool) -> bool:
         assert self._value_end is not None
-        text, found = self.until(self._value_end, final)
-        self._parts.append(text)
-        self.pending += len(text)
-        if found is None:
-            return bool(text)
-        value = "".join(self._parts)
-        self._parts = []
-        self.pending = 0
+        value = self.gather(self._value_end, final)
+        if value is None:
+            return False
         self.emit(CallArgs(self._writer.key(self._key) + typed_json(value, self._schema)))
         self.state = self._after_value
         return True
+
+    STEPS: ClassVar[Mapping[str, Handler]] = {
+        "text_value": _text_value,
+        "typed_value": _typed_value,
+    }

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from proxy.dialects import DIALECTS, build_extractor, check_names
-from proxy.dialects.base import Text
+from proxy.dialects.base import CallOpen, Text
 from proxy.errors import ConfigError
 from tests.dialects.examples import SAMPLES
-from tests.dialects.helpers import TOOLS, calls, run
+from tests.dialects.helpers import TOOLS, calls, run, tokens
 
 
 def test_every_dialect_is_registered_with_a_sample():
@@ -44,3 +44,28 @@ def test_tools_that_are_not_function_objects_do_not_break_the_extractor():
     junk = ["get_weather", {"type": "function"}, {"function": {"name": 3}}, None]
     content = '[get_weather(city="Paris")]'
     assert run([content], ["pythonic"], tools=junk) == [Text(content)]
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_auto_names_the_dialect_that_opened_the_call(name):
+    """Hermes, qwen3_coder and glm share <tool_call>: the one that took the block is named."""
+    extractor = build_extractor(["auto"], TOOLS)
+    assert extractor is not None
+    assert extractor.dialect is None
+    seen = []
+    for token in [*tokens(SAMPLES[name]), None]:
+        segments = extractor.close() if token is None else extractor.feed(token)
+        if any(isinstance(segment, CallOpen) for segment in segments):
+            seen.append(extractor.dialect)
+    assert seen
+    assert set(seen) == {name}
+
+
+def test_the_dialect_follows_the_most_recent_call():
+    extractor = build_extractor(["auto"], TOOLS)
+    assert extractor is not None
+    opened = []
+    for sample in (SAMPLES["qwen3_coder"], " then ", SAMPLES["kimi_k2"], SAMPLES["glm"]):
+        segments = extractor.feed(sample)
+        opened += [extractor.dialect for s in segments if isinstance(s, CallOpen)]
+    assert opened == ["qwen3_coder", "kimi_k2", "glm"]

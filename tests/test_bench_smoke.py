@@ -1,0 +1,44 @@
+"""The benchmark code runs and reports; it is not a benchmark itself (no figure is judged)."""
+
+from __future__ import annotations
+
+import json
+
+from bench.cli import main
+from bench.shapes import model_name, templates
+from bench.stamps import StampScanner
+
+
+def test_stamp_scanner_finds_each_stamp_once_however_the_stream_is_cut():
+    stream = b"".join(
+        t.head + b"T%016d" % i + t.tail if t.stamped else t.head
+        for i, t in enumerate(templates(model_name("toolcall", 5, 0)))
+    )
+    whole = StampScanner().feed(stream)
+    scanner = StampScanner()
+    by_byte = [s for i in range(len(stream)) for s in scanner.feed(stream[i : i + 1])]
+    assert len(whole) == 5
+    assert by_byte == whole
+
+
+def test_quick_run_measures_direct_and_bare_proxy_and_writes_a_table(tmp_path, capsys):
+    # Each load ends after 3 whole streams, well before its time is up: what is asserted is
+    # that every stream arrived complete with all its stamps, never how fast.
+    argv = ["--quick", "--targets", "bare", "--shapes", "content,hermes", "--loads", "1x0,2x20"]
+    argv += ["--duration", "3", "--max-requests", "3", "--chunks", "20", "--warmup", "0"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+
+    table = capsys.readouterr().out
+    assert "| 2 x 20 ms | bare aiohttp |" in table
+    [result_file] = tmp_path.glob("*.json")
+    result = json.loads(result_file.read_text())
+    assert {(c["shape"], c["target"], c["concurrency"]) for c in result["cells"]} == {
+        (shape, target, streams)
+        for shape in ("content", "hermes")
+        for target in ("direct", "bare aiohttp")
+        for streams in (1, 2)
+    }
+    for cell in result["cells"]:
+        assert (cell["completed"], cell["errors"]) == (3, {}), cell
+        assert cell["chunks"] == 3 * 20, cell
+    assert all(r["cpu_s_per_1k"] is not None for r in result["summary"] if r["target"] != "direct")
