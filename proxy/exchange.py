@@ -63,7 +63,7 @@ class Exchange:
 
     def body_ended(self, end: str) -> None:
         self.end = end
-        if end != "complete":
+        if end not in ("complete", "client_stalled"):  # a stalled client is not the upstream's
             self.upstream_failed(self.upstream, end)
 
     def all_repairs(self) -> Counter[str]:

@@ -215,6 +215,7 @@ async def _respond(
             resp,
             response,
             idle_timeout=state.settings.timeouts.idle,
+            client_write_timeout=state.settings.timeouts.client_write,
             rewriter=rewriter,
             max_event_bytes=state.settings.limits.max_event_bytes,
             meter=exchange.meter,
@@ -229,6 +230,12 @@ async def _respond(
     exchange.body_ended(end.value)
     if rewriter is not None and rewriter.repairs:
         log.debug("upstream %s stream repairs: %s", upstream.route.name, dict(rewriter.repairs))
+    if end is End.CLIENT_STALLED:
+        log.warning("upstream %s stream: the client stopped reading; aborting", upstream.route.name)
+        if request.transport is not None:
+            # abort, not close: close would wait, forever, for the client to take the buffer.
+            request.transport.abort()
+        return response
     if end is not End.COMPLETE:
         log.warning(
             "upstream %s stream ended early (%s); aborting the client's response",

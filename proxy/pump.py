@@ -10,7 +10,8 @@ How a stream ends decides what the client sees:
   ``[DONE]``), and the response ends normally;
 * the upstream dropped, stalled past the idle timeout, or broke the framing: everything
   received so far (and whatever the rewriter held) is written, then the caller aborts the
-  client connection so the client sees a truncated stream, never a clean end.
+  client connection so the client sees a truncated stream, never a clean end;
+* the client read nothing for the client write timeout: the caller aborts its connection.
 """
 
 from __future__ import annotations
@@ -41,28 +42,34 @@ class End(enum.Enum):
     COMPLETE = "complete"  # the upstream body ended as its framing said it would
     DROPPED = "dropped"  # the upstream connection closed or reset mid-body
     IDLE_TIMEOUT = "idle_timeout"  # no upstream bytes for timeouts.idle seconds
+    CLIENT_STALLED = "client_stalled"  # a write waited timeouts.client_write for the client
 
 
-class _IdleTimeout:
-    """``asyncio.timeout`` for "a read waited ``idle`` seconds for the upstream".
+class _Watchdog:
+    """``asyncio.timeout`` for the two waits of the loop: a read that waited ``idle`` seconds
+    for the upstream, and a write that waited ``client_write`` seconds for the client.
 
-    Moving a deadline on every read costs a timer handle and a heap push per chunk. Instead
-    the pump notes when its current read began (``waiting_since``, None while it writes to
-    the client), and one timer, armed once per idle period, reads that note: it expires the
-    deadline (the read is cancelled and the ``async with`` raises TimeoutError) or re-arms.
+    Moving a deadline on every read and write costs a timer handle and a heap push per chunk.
+    Instead the pump notes when its current wait began and which one it is, and one timer,
+    armed once per period, reads that note: it expires the deadline (the wait is cancelled
+    and the ``async with`` raises TimeoutError) or re-arms for the current wait's end.
     """
 
-    __slots__ = ("_deadline", "_handle", "_idle", "_loop", "waiting_since")
+    __slots__ = ("_deadline", "_handle", "_idle", "_loop", "_write", "limit", "reading", "since")
 
-    def __init__(self, idle: float) -> None:
+    def __init__(self, idle: float, client_write: float) -> None:
         self._idle = idle
+        self._write = client_write
         self._deadline = asyncio.timeout(None)
-        self.waiting_since: float | None = None
+        self.since = 0.0
+        self.limit = idle
+        self.reading = True
 
-    async def __aenter__(self) -> _IdleTimeout:
+    async def __aenter__(self) -> _Watchdog:
         await self._deadline.__aenter__()
         self._loop = asyncio.get_running_loop()
-        self._handle = self._loop.call_later(self._idle, self._check)
+        self.since = self._loop.time()
+        self._handle = self._loop.call_at(self.since + self._idle, self._check)
         return self
 
     async def __aexit__(
@@ -74,14 +81,21 @@ class _IdleTimeout:
         self._handle.cancel()
         await self._deadline.__aexit__(exc_type, exc, tb)
 
+    def wait(self, *, reading: bool) -> None:
+        """A new wait begins: for the upstream (``reading``) or for the client."""
+        self.since = now = self._loop.time()
+        self.reading = reading
+        self.limit = self._idle if reading else self._write
+        if now + self.limit < self._handle.when():  # a shorter wait than the timer covers
+            self._handle.cancel()
+            self._handle = self._loop.call_at(now + self.limit, self._check)
+
     def _check(self) -> None:
         now = self._loop.time()
-        since = self.waiting_since
-        if since is not None and now - since >= self._idle:
+        if now - self.since >= self.limit:
             self._deadline.reschedule(now)
         else:
-            start = now if since is None else since
-            self._handle = self._loop.call_at(start + self._idle, self._check)
+            self._handle = self._loop.call_at(self.since + self.limit, self._check)
 
 
 async def pump(
@@ -89,6 +103,7 @@ async def pump(
     downstream: web.StreamResponse,
     *,
     idle_timeout: float,
+    client_write_timeout: float,
     rewriter: StreamRewriter | None = None,
     max_event_bytes: int,
     meter: StreamMeter | None = None,
@@ -97,19 +112,21 @@ async def pump(
     meter = StreamMeter() if meter is None else meter
     decoder = SSEDecoder(max_event_bytes=max_event_bytes) if rewriter is not None else None
     was_reset = watch_connection(upstream)
-    loop = asyncio.get_running_loop()
     end = End.COMPLETE
+    watchdog = _Watchdog(idle_timeout, client_write_timeout)
     try:
-        async with _IdleTimeout(idle_timeout) as idle:
+        async with watchdog:
             while True:
-                idle.waiting_since = loop.time()
+                watchdog.wait(reading=True)
                 try:
                     chunk = await upstream.content.readany()
                 except (ClientError, HttpProcessingError):
                     end = End.DROPPED
                     break
-                # The idle timeout watches the upstream only: a slow client is backpressure.
-                idle.waiting_since = None
+                # A client that reads slowly is backpressure (the upstream waits with it);
+                # one that reads nothing at all for client_write_timeout is given up on, so
+                # that it cannot hold a stream, its memory and its upstream slot forever.
+                watchdog.wait(reading=False)
                 if not chunk:
                     if was_reset():
                         end = End.DROPPED
@@ -127,8 +144,8 @@ async def pump(
                     meter.sending(data)
                     await downstream.write(data)
     except TimeoutError:
-        end = End.IDLE_TIMEOUT
-    if decoder is not None and rewriter is not None:
+        end = End.IDLE_TIMEOUT if watchdog.reading else End.CLIENT_STALLED
+    if decoder is not None and rewriter is not None and end is not End.CLIENT_STALLED:
         started = perf_counter()
         out = [b for item in decoder.close() for b in rewriter.feed(item)]
         out += rewriter.close(complete=end is End.COMPLETE)
@@ -136,7 +153,11 @@ async def pump(
         if out:
             data = b"".join(out)
             meter.sending(data)
-            await downstream.write(data)
+            try:
+                async with asyncio.timeout(client_write_timeout):
+                    await downstream.write(data)
+            except TimeoutError:
+                end = End.CLIENT_STALLED
     return end
 
 

@@ -82,6 +82,7 @@ class TimeoutSettings(_Strict):
     connect: float = Field(10.0, gt=0)
     first_byte: float = Field(600.0, gt=0)  # prompt processing of a long context can take minutes
     idle: float = Field(300.0, gt=0)
+    client_write: float = Field(300.0, gt=0)  # a client reading nothing this long is dropped
     # On SIGTERM, open streams may run this long; under Kubernetes' default 30 s before SIGKILL.
     shutdown_grace: float = Field(25.0, ge=0)
 

@@ -204,3 +204,42 @@ async def test_slow_client_gets_backpressure_not_a_growing_buffer(
 
     assert written < limit, "the upstream was never slowed down"
     assert held_max < 2 << 20, f"the proxy held {held_max} bytes"
+
+
+@pytest.mark.parametrize("normalize", [False, True], ids=["passthrough", "rewriting"])
+async def test_a_client_that_stops_reading_is_dropped_after_the_client_write_timeout(
+    normalize: bool, start_proxy: StartProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    """It would otherwise hold its stream, its buffers and its upstream slot forever."""
+    event = content_event(16 << 10)
+
+    async def endless(conn: Conn) -> None:
+        await conn.send(SSE_HEAD + CHUNKED.head(0))
+        try:
+            while True:
+                await conn.send(CHUNKED.frame(event))
+        except ConnectionError:  # the proxy gave up and closed the connection
+            conn.closed_by_peer.set()
+
+    async with raw_upstream(endless) as upstream:
+        proxy = await start_proxy(
+            UpstreamSettings(
+                name="u", url=upstream.url, normalize=normalize, max_concurrent_requests=1
+            ),
+            timeouts={"client_write": 0.5},
+        )
+        _, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        writer.write(request_bytes(proxy.port, {"model": "m", "stream": True}))
+        await writer.drain()
+        await wait_until(lambda: bool(upstream.conns))
+        # The client reads nothing from here on.
+        await asyncio.wait_for(upstream.conns[0].closed_by_peer.wait(), timeout=20)
+        assert "the client stopped reading" in caplog.text
+        writer.close()
+        await writer.wait_closed()
+
+        # Its slot is free again.
+        again = await proxy.post(CHAT, json={"model": "m", "stream": True})
+        assert again.status == 200
+        again.close()

@@ -79,6 +79,16 @@ def test_file_values_and_environment_overrides(
             r"upstreams\[0\]\.api_key_env: .*NO_SUCH_VAR_X",
         ),
         ("port = \n", r"invalid TOML: .*line 1"),
+        ("[timeouts]\nshutdown_grace = -1\n", r"timeouts\.shutdown_grace"),
+        ("[timeouts]\nclient_write = 0\n", r"timeouts\.client_write"),
+        ("[limits]\nmax_header_bytes = 100\n", r"limits\.max_header_bytes"),
+        (
+            '[[upstreams]]\nname = "a"\nurl = "http://x"\nmax_concurrent_requests = 0\n',
+            r"upstreams\[0\]\.max_concurrent_requests",
+        ),
+        ('[auth]\napi_keys = "sk-in-the-file"\n', r"auth\.api_keys: unknown key"),
+        ('[auth]\napi_keys_env = "NO_SUCH_KEYS_VAR"\n', r"auth\.api_keys_env: .*NO_SUCH_KEYS_VAR"),
+        ("[forwarded]\ntrust = true\n", r"forwarded\.trust: unknown key"),
     ],
 )
 def test_invalid_config_names_the_key(tmp_path: Path, text: str, message: str) -> None:
