@@ -50,7 +50,11 @@ def _parser() -> argparse.ArgumentParser:
         help="idle-streams load, streams x ms ('' for none; quick: none)",
     )
     p.add_argument("--idle-duration", type=float, default=10.0, help="seconds for the idle load")
-    p.add_argument("--shapes", default=",".join(SHAPES), help="stream shapes to send")
+    p.add_argument(
+        "--shapes",
+        default="content,toolcall,hermes",
+        help=f"stream shapes to send, of {', '.join(SHAPES)}",
+    )
     p.add_argument("--chunks", type=int, default=100, help="payload chunks per stream")
     p.add_argument(
         "--max-requests", type=int, default=1_000_000, help="end a load after this many streams"

@@ -21,7 +21,7 @@ import aiohttp
 import orjson
 
 from bench import serve
-from bench.shapes import TOOLS, parse_model
+from bench.shapes import NO_TOOLS, TOOLS, parse_model
 from bench.stamps import StampScanner, now_us
 
 API_KEY = "sk-bench-0123456789abcdef0123456789abcdef"  # a key LiteLLM accepts as a master key
@@ -94,7 +94,10 @@ async def run_load(
     req = parse_model(model)
     expect = req.chunks if req else -1
     messages = [{"role": "user", "content": "What is the weather in Paris?"}]
-    body = orjson.dumps({"model": model, "stream": True, "messages": messages, "tools": TOOLS})
+    request = {"model": model, "stream": True, "messages": messages, "tools": TOOLS}
+    if req is not None and req.shape in NO_TOOLS:
+        del request["tools"]
+    body = orjson.dumps(request)
     t = Tally()
     connector = aiohttp.TCPConnector(limit=0)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=10)

@@ -6,6 +6,8 @@ because the model name is the one request field every proxy (LiteLLM included) p
 around them (role, tool-call opening, markup, finish), as real servers do.
 
 - ``content``: plain content tokens; needs no rewrite.
+- ``plain``: the same stream, but the request offers no tools, so a proxy need not look for
+  markup in the text at all (the cheapest case for a rewriting proxy).
 - ``toolcall``: one tool call whose arguments come in fragments, opened the llama.cpp/vLLM way
   (the first delta carries the name and ``"arguments":"{"``).
 - ``hermes``: a hermes tool call leaked into content, ``<tool_call>{...}</tool_call>`` token
@@ -21,7 +23,8 @@ from typing import Final
 
 import orjson
 
-SHAPES: Final = ("content", "toolcall", "hermes")
+SHAPES: Final = ("content", "toolcall", "hermes", "plain")
+NO_TOOLS: Final = ("plain",)  # shapes whose requests offer no tools
 _MODEL: Final = re.compile(r"bench-([a-z]+)-(\d+)-(\d+)\Z")
 _SLOT: Final = "@@STAMP@@"  # JSON leaves it as it is, so it can be cut out of the encoding
 # Hermes markup as a Qwen-style tokenizer splits it; the stamps go inside the "q" string.
@@ -32,8 +35,8 @@ _HERMES_OPEN: Final = (
 _HERMES_CLOSE: Final = ('"}}', "\n", "</tool_call>")
 
 
-# What the load generator offers the model on every request, as an agent would: a proxy may
-# only turn markup into tool calls when the client offered tools.
+# What the load generator offers the model on every request (but the ``plain`` shape's), as an
+# agent would: a proxy may only turn markup into tool calls when the client offered tools.
 TOOLS: Final = [
     {
         "type": "function",
@@ -109,7 +112,7 @@ def templates(model: str) -> tuple[Template, ...]:
         raise ValueError(f"not a bench model name: {model!r}")
     payload = " " + _SLOT
     out: list[Template] = []
-    if req.shape == "content":
+    if req.shape in ("content", "plain"):
         out.append(Template(_event(model, {"role": "assistant", "content": ""})))
         out += [_stamped(model, {"content": payload})] * req.chunks
         out.append(Template(_event(model, {}, "stop")))

@@ -46,36 +46,30 @@ class End(enum.Enum):
 
 
 class _Watchdog:
-    """``asyncio.timeout`` for the pump's two waits: a read that waited ``idle`` seconds for
-    the upstream, and a write that waited ``client_write`` seconds for the client.
+    """``asyncio.timeout`` for the two waits of the loop: a read that waited ``idle`` seconds
+    for the upstream, and a write that waited ``client_write`` seconds for the client.
 
     Moving a deadline on every read and write costs a timer handle and a heap push per chunk.
-    Instead the pump notes when its current wait began and which wait it is (``reading`` /
-    ``writing``), and one timer reads that note: it expires the deadline (the wait is
-    cancelled and the ``async with`` raises TimeoutError) or re-arms. It re-arms no later than
-    the shorter limit from now, so that a switch to the shorter wait is never checked late.
+    Instead the pump notes when its current wait began and which one it is, and one timer,
+    armed once per period, reads that note: it expires the deadline (the wait is cancelled
+    and the ``async with`` raises TimeoutError) or re-arms for the current wait's end.
     """
 
-    __slots__ = ("_deadline", "_handle", "_limits", "_loop", "_shortest", "reading", "since")
+    __slots__ = ("_deadline", "_handle", "_idle", "_loop", "_write", "limit", "reading", "since")
 
     def __init__(self, idle: float, client_write: float) -> None:
-        self._limits = {True: idle, False: client_write}
-        self._shortest = min(idle, client_write)
+        self._idle = idle
+        self._write = client_write
         self._deadline = asyncio.timeout(None)
-        self.reading = True
         self.since = 0.0
-
-    def read(self, now: float) -> None:
-        self.reading, self.since = True, now
-
-    def write(self, now: float) -> None:
-        self.reading, self.since = False, now
+        self.limit = idle
+        self.reading = True
 
     async def __aenter__(self) -> _Watchdog:
         await self._deadline.__aenter__()
         self._loop = asyncio.get_running_loop()
         self.since = self._loop.time()
-        self._handle = self._loop.call_later(self._shortest, self._check)
+        self._handle = self._loop.call_at(self.since + self._idle, self._check)
         return self
 
     async def __aexit__(
@@ -87,13 +81,21 @@ class _Watchdog:
         self._handle.cancel()
         await self._deadline.__aexit__(exc_type, exc, tb)
 
+    def wait(self, *, reading: bool) -> None:
+        """A new wait begins: for the upstream (``reading``) or for the client."""
+        self.since = now = self._loop.time()
+        self.reading = reading
+        self.limit = self._idle if reading else self._write
+        if now + self.limit < self._handle.when():  # a shorter wait than the timer covers
+            self._handle.cancel()
+            self._handle = self._loop.call_at(now + self.limit, self._check)
+
     def _check(self) -> None:
         now = self._loop.time()
-        due = self.since + self._limits[self.reading]
-        if now >= due:
+        if now - self.since >= self.limit:
             self._deadline.reschedule(now)
         else:
-            self._handle = self._loop.call_at(min(due, now + self._shortest), self._check)
+            self._handle = self._loop.call_at(self.since + self.limit, self._check)
 
 
 async def pump(
@@ -110,12 +112,12 @@ async def pump(
     meter = StreamMeter() if meter is None else meter
     decoder = SSEDecoder(max_event_bytes=max_event_bytes) if rewriter is not None else None
     was_reset = watch_connection(upstream)
-    loop = asyncio.get_running_loop()
     end = End.COMPLETE
+    watchdog = _Watchdog(idle_timeout, client_write_timeout)
     try:
-        async with _Watchdog(idle_timeout, client_write_timeout) as watchdog:
+        async with watchdog:
             while True:
-                watchdog.read(loop.time())
+                watchdog.wait(reading=True)
                 try:
                     chunk = await upstream.content.readany()
                 except (ClientError, HttpProcessingError):
@@ -124,7 +126,7 @@ async def pump(
                 # A client that reads slowly is backpressure (the upstream waits with it);
                 # one that reads nothing at all for client_write_timeout is given up on, so
                 # that it cannot hold a stream, its memory and its upstream slot forever.
-                watchdog.write(loop.time())
+                watchdog.wait(reading=False)
                 if not chunk:
                     if was_reset():
                         end = End.DROPPED
