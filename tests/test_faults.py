@@ -77,8 +77,9 @@ async def test_upstream_dying_before_its_response_head_is_502(
         b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 20_000 + b"\r\n\r\n",
         b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-%d: 1\r\n" % i for i in range(1000)) + b"\r\n",
         b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
     ],
-    ids=["header-too-long", "too-many-headers", "not-http"],
+    ids=["header-too-long", "too-many-headers", "not-http", "length-and-chunked"],
 )
 async def test_invalid_upstream_response_head_is_502_not_a_crash(
     head: bytes, start_proxy: StartProxy, caplog: pytest.LogCaptureFixture

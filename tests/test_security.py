@@ -197,6 +197,35 @@ def header_lines(raw: bytes) -> CIMultiDict[str]:
     return headers
 
 
+@pytest.mark.parametrize(
+    "framing",
+    [
+        b"Content-Length: 5\r\nTransfer-Encoding: chunked",
+        b"Content-Length: 14\r\nContent-Length: 5",
+        b"Transfer-Encoding: xchunked",
+        b"Transfer-Encoding: chunked, identity",
+        b"Transfer-Encoding : chunked",
+        b"Content-Length: +14",
+    ],
+    ids=["cl-and-te", "two-lengths", "te-unknown", "te-chunked-not-last", "te-space", "cl-sign"],
+)
+async def test_requests_with_ambiguous_framing_are_refused_not_forwarded(
+    framing: bytes, start_upstream: StartUpstream, start_proxy: StartProxy
+) -> None:
+    """Request smuggling needs two parsers to disagree on where a body ends; the proxy's
+    parser refuses every ambiguous framing, and its own requests upstream are framed anew."""
+    upstream = Recorder()
+    proxy = await start_proxy(await start_upstream(upstream.app()))
+    body = b'{"model": "m"}'
+    status, _, _ = await raw_request(
+        proxy.port,
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" + framing,
+        b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body) if b"chunked" in framing else body,
+    )
+    assert status == 400
+    assert upstream.seen == []
+
+
 # -- inbound authentication ----------------------------------------------------------------
 
 KEYS = ("sk-proxy-first-key-0123456789", "sk-proxy-second-key-abcdefghij")
