@@ -28,17 +28,18 @@ def _digest(key: str) -> bytes:
 
 class ClientKeys:
     def __init__(self, keys: Sequence[str]) -> None:
-        if not keys:
-            raise ValueError("no client keys")
+        if not keys or not all(keys):
+            raise ValueError("client keys must be a non-empty list of non-empty keys")
         self._digests = tuple(_digest(k) for k in keys)
 
     def accepts(self, authorization: str | None) -> bool:
         scheme, _, token = (authorization or "").strip().partition(" ")
+        # No key is empty, so anything but "Bearer <key>" never matches.
         candidate = _digest(token.strip() if scheme.lower() == "bearer" else "")
         matched = False
         for digest in self._digests:
             matched |= hmac.compare_digest(digest, candidate)
-        return matched and bool(token.strip())
+        return matched
 
 
 def auth_middleware(keys: ClientKeys, public: Collection[Handler]) -> Middleware:
