@@ -78,13 +78,13 @@ def content(stream: bytes) -> str:
 
 
 def serve_writes(
-    writes: list[bytes], *, content_type: str = "text/event-stream"
+    writes: list[bytes], *, content_type: str = "text/event-stream", status: int = 200
 ) -> web.Application:
     """An upstream answering every request with ``writes``, each flushed on its own."""
 
     async def handler(request: web.Request) -> web.StreamResponse:
         await request.read()
-        response = web.StreamResponse(headers={"Content-Type": content_type})
+        response = web.StreamResponse(status=status, headers={"Content-Type": content_type})
         await response.prepare(request)
         for part in writes:
             await response.write(part)

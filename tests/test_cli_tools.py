@@ -14,6 +14,7 @@ from aiohttp import web
 
 from proxy.cli import COMMANDS, build_parser, main
 from tests.conftest import UPSTREAM_FIXTURES, StartUpstream, upstream_url
+from tests.streams import split_events
 from tests.test_failures import free_port
 
 ROOT = Path(__file__).parent.parent
@@ -311,9 +312,8 @@ def llm_server(
             seen.append((request.path, await request.json(), request.headers.get("Authorization")))
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
-        for part in re.split(rb"(?<=\n\n)", stream):
-            if part:
-                await response.write(part)
+        for part in split_events(stream):
+            await response.write(part)
         await response.write_eof()
         return response
 

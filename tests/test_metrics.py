@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from proxy.metrics import (
 )
 from proxy.settings import UpstreamSettings
 from tests.conftest import UPSTREAM_FIXTURES, StartProxy, StartUpstream, upstream_url
+from tests.streams import split_events
 from tests.test_passthrough import replay_app
 
 CHAT = "/v1/chat/completions"
@@ -303,9 +303,8 @@ async def test_metrics_show_each_repair_kind_after_repaired_streams_pass(
         await request.read()
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
-        for part in re.split(rb"(?<=\n\n)", bodies[case["name"]]):
-            if part:
-                await response.write(part)
+        for part in split_events(bodies[case["name"]]):
+            await response.write(part)
         if not case["complete"]:
             assert request.transport is not None
             request.transport.close()  # the upstream dies mid-stream

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from tests.conftest import UPSTREAM_FIXTURES, StartProxy, StartUpstream
+from tests.streams import serve_writes, split_events
 
 RECORDED = sorted(UPSTREAM_FIXTURES.glob("*.sse"))
 
@@ -21,20 +21,7 @@ def replay_app(
     body: bytes, *, content_type: str = "text/event-stream", status: int = 200
 ) -> web.Application:
     """An upstream that answers every request with ``body``, one SSE event per write."""
-
-    async def handler(request: web.Request) -> web.StreamResponse:
-        await request.read()
-        response = web.StreamResponse(status=status, headers={"Content-Type": content_type})
-        await response.prepare(request)
-        for part in re.split(rb"(?<=\n\n)", body):
-            if part:
-                await response.write(part)
-        await response.write_eof()
-        return response
-
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handler)
-    return app
+    return serve_writes(split_events(body), content_type=content_type, status=status)
 
 
 @pytest.mark.parametrize("recording", RECORDED, ids=[p.stem for p in RECORDED])

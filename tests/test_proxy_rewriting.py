@@ -19,6 +19,7 @@ from aiohttp import web
 from proxy.settings import UpstreamSettings
 from tests import strict_checker
 from tests.conftest import StartProxy, StartUpstream, upstream_url
+from tests.streams import serve_writes, split_events
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = [c for c in json.loads((GOLDEN / "cases.json").read_text()) if c["complete"]]
@@ -39,19 +40,7 @@ def with_placeholder_ids(output: bytes, upstream_input: bytes) -> bytes:
 
 
 def replay(body: bytes) -> web.Application:
-    async def handler(request: web.Request) -> web.StreamResponse:
-        await request.read()
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        for event in re.split(rb"(?<=\n\n)", body):
-            if event:
-                await response.write(event)
-        await response.write_eof()
-        return response
-
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
-    return app
+    return serve_writes(split_events(body))
 
 
 @pytest.mark.parametrize("form", list(FORMS))
