@@ -122,6 +122,23 @@ class ChoiceNormalizer:
         self._keep(call, text)
         return True
 
+    def take_plain_text(self, choice: JSONObject, source: Source) -> bool:
+        """The hot path of a stream that offered tools: a delta of nothing but ``content``, in
+        which no markup can start, goes out as it came. ``process`` would give the text back
+        unchanged and change no state but the latest chunk; False sends it there instead."""
+        delta = choice.get("delta")
+        if type(delta) is not dict or len(delta) != 1 or choice.get("finish_reason") is not None:
+            return False
+        text = delta.get("content")
+        if type(text) is not str:
+            return False
+        if self._extracting:
+            extractor = self._extractors.get("content")
+            if extractor is None or not extractor.passes(text):
+                return False
+        self._source, self._choice = source, choice
+        return True
+
     def _with_head(self, head: JSONObject | None, sink: Sink, delta: object) -> list[Piece]:
         """Put the delta's other fields (role, text, unknown ones) in front of the pieces."""
         own = sink.own

@@ -103,6 +103,18 @@ def envelope_unsure(data: bytes) -> bool:
     return deltas == 0 or deltas < data.count(b'"index"')
 
 
+def envelopes_sure(data: bytes, events: int) -> bool:
+    """``envelope_unsure`` answering no for each of ``events`` chunks at once (``data`` is their
+    bytes, one after the other): every chunk names its object in the compact spelling and has
+    one choice with a ``delta``. Counted over the whole, so a chunk could only hide behind
+    another spelling a key twice, which no server does."""
+    return (
+        data.count(b'"object":"chat.completion.chunk"') == events
+        and data.count(b'"delta"') == events
+        and data.count(b'"index"') == events
+    )
+
+
 def json_prefix_end(kept: str, fragment: str) -> int | None:
     """Where ``kept`` ends inside ``fragment``, matching JSON text with whitespace outside
     strings ignored on both sides; None when ``kept`` is not the fragment's beginning."""

@@ -35,6 +35,7 @@ from proxy.ids import new_id_factory
 from proxy.normalize import RequestInfo, normalize_completion
 from proxy.pump import End, pump
 from proxy.repairs import Repair
+from proxy.rewriter import SSERewriter
 from proxy.routing import is_safe_path, upstream_url
 from proxy.settings import Settings
 from proxy.state import (
@@ -193,18 +194,18 @@ async def _respond(
         if complete:
             return _completion_response(request, upstream, payload, resp, body)
         head = body  # too large to hold: what was read goes out first, the rest streams
-    rewriter = None
+    normalizer = None
     if rewritable and media_type == "text/event-stream":
-        rewriter = stream_normalizer(upstream, request, payload)
+        normalizer = stream_normalizer(upstream, request, payload)
     response = web.StreamResponse(status=resp.status, reason=resp.reason)
-    drop = (hdrs.CONTENT_LENGTH,) if rewriter is not None else ()
+    drop = (hdrs.CONTENT_LENGTH,) if normalizer is not None else ()
     response.headers.extend(end_to_end(resp.headers, drop=drop))
     response.headers["X-Request-Id"] = request[REQUEST_ID]
     if media_type == "text/event-stream":
         response.headers["X-Accel-Buffering"] = "no"
     await response.prepare(request)
     exchange.response_started(
-        resp.status, streaming=media_type == "text/event-stream", rewriter=rewriter
+        resp.status, streaming=media_type == "text/event-stream", rewriter=normalizer
     )
     if head:
         exchange.meter.received(head)
@@ -216,20 +217,21 @@ async def _respond(
             response,
             idle_timeout=state.settings.timeouts.idle,
             client_write_timeout=state.settings.timeouts.client_write,
-            rewriter=rewriter,
-            max_event_bytes=state.settings.limits.max_event_bytes,
+            rewriter=None
+            if normalizer is None
+            else SSERewriter(normalizer, max_event_bytes=state.settings.limits.max_event_bytes),
             meter=exchange.meter,
         )
     finally:  # also when the client left
-        if rewriter is not None and rewriter.repairs[Repair.CAP_REACHED]:
+        if normalizer is not None and normalizer.repairs[Repair.CAP_REACHED]:
             log.warning(
                 "upstream %s: a stream outgrew limits.max_event_bytes or limits.max_held_bytes;"
                 " rewriting stopped there and the rest was forwarded raw",
                 upstream.route.name,
             )
     exchange.body_ended(end.value)
-    if rewriter is not None and rewriter.repairs:
-        log.debug("upstream %s stream repairs: %s", upstream.route.name, dict(rewriter.repairs))
+    if normalizer is not None and normalizer.repairs:
+        log.debug("upstream %s stream repairs: %s", upstream.route.name, dict(normalizer.repairs))
     if end is End.CLIENT_STALLED:
         log.warning("upstream %s stream: the client stopped reading; aborting", upstream.route.name)
         if request.transport is not None:

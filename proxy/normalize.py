@@ -43,6 +43,7 @@ from proxy.chunks import (
     JSONObject,
     dumps,
     envelope_unsure,
+    envelopes_sure,
     interest_pattern,
     loads,
     writable,
@@ -106,6 +107,23 @@ class StreamNormalizer:
             out += self._give_up()
         return out
 
+    def passes(self, data: bytes, events: int) -> bool:
+        """Whether a read of ``events`` whole one-line data events (``data``, counted by
+        :meth:`proxy.sse.SSEDecoder.plain_events`) would go out exactly as it came, judged by
+        byte checks over the whole read: the same checks ``feed`` makes per event, each true
+        of the whole only if it is true of every event. When it answers True the caller
+        forwards the read instead of feeding it, so it also notes what feeding would."""
+        if self._queue:
+            return False
+        if not self._raw and (
+            self._interesting.search(data) is not None or not envelopes_sure(data, events)
+        ):
+            return False
+        if b"[DONE]" in data:
+            return False
+        self._data_seen = True
+        return True
+
     def _feed(self, item: Event | RawBytes) -> list[bytes]:
         if isinstance(item, RawBytes):
             return self._raw_bytes(item)
@@ -155,7 +173,9 @@ class StreamNormalizer:
         if isinstance(only, dict):
             index = only.get("index", 0)
             known = self._choices.get(index) if type(index) is int else None
-            if known is not None and known.take_canonical_fragment(only, source):
+            if known is not None and (
+                known.take_plain_text(only, source) or known.take_canonical_fragment(only, source)
+            ):
                 return self._send([event.raw])
         reads = _read_choices(choices)
         if reads is None:

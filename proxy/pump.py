@@ -27,13 +27,12 @@ from aiohttp import ClientError, ClientPayloadError, ClientResponse, web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from proxy.meter import StreamMeter
-from proxy.sse import Event, RawBytes, SSEDecoder
 
 
 class StreamRewriter(Protocol):
-    """The core's side of a rewritten stream (the normalizer)."""
+    """The core's side of a rewritten stream (proxy.rewriter.SSERewriter)."""
 
-    def feed(self, item: Event | RawBytes) -> list[bytes]: ...
+    def feed(self, chunk: bytes) -> list[bytes]: ...
 
     def close(self, *, complete: bool) -> list[bytes]: ...
 
@@ -105,12 +104,10 @@ async def pump(
     idle_timeout: float,
     client_write_timeout: float,
     rewriter: StreamRewriter | None = None,
-    max_event_bytes: int,
     meter: StreamMeter | None = None,
 ) -> End:
     """Copy the upstream body to the client until it ends; return how it ended."""
     meter = StreamMeter() if meter is None else meter
-    decoder = SSEDecoder(max_event_bytes=max_event_bytes) if rewriter is not None else None
     was_reset = watch_connection(upstream)
     end = End.COMPLETE
     watchdog = _Watchdog(idle_timeout, client_write_timeout)
@@ -131,24 +128,23 @@ async def pump(
                     if was_reset():
                         end = End.DROPPED
                     break
-                if decoder is None or rewriter is None:
+                if rewriter is None:
                     meter.relayed(chunk)
                     await downstream.write(chunk)
                     continue
                 meter.received(chunk)
                 started = perf_counter()
-                out = [b for item in decoder.feed(chunk) for b in rewriter.feed(item)]
+                out = rewriter.feed(chunk)
                 meter.processing.append(perf_counter() - started)
                 if out:
-                    data = b"".join(out)
+                    data = out[0] if len(out) == 1 else b"".join(out)
                     meter.sending(data)
                     await downstream.write(data)
     except TimeoutError:
         end = End.IDLE_TIMEOUT if watchdog.reading else End.CLIENT_STALLED
-    if decoder is not None and rewriter is not None and end is not End.CLIENT_STALLED:
+    if rewriter is not None and end is not End.CLIENT_STALLED:
         started = perf_counter()
-        out = [b for item in decoder.close() for b in rewriter.feed(item)]
-        out += rewriter.close(complete=end is End.COMPLETE)
+        out = rewriter.close(complete=end is End.COMPLETE)
         meter.processing.append(perf_counter() - started)
         if out:
             data = b"".join(out)

@@ -95,6 +95,33 @@ class SSEDecoder:
             self._buf.clear()
         return events
 
+    def plain_events(self, chunk: bytes) -> int:
+        """How many events ``chunk`` is when it is nothing but whole one-line ``data: `` events
+        ending in LF LF, starting where the previous events ended; 0 for any other read.
+
+        Such a read leaves the decoder as it found it, so a caller that finds nothing to change
+        in its bytes (proxy/rewriter.py) may forward it whole without feeding it here: a handful
+        of byte counts in C instead of an Event per event.
+        """
+        if (
+            self._buf
+            or self._first_line
+            or self._oversize
+            or not chunk.endswith(b"\n\n")
+            or not chunk.startswith(b"data: ")
+            or b"\r" in chunk
+        ):
+            return 0
+        if chunk.find(b"\n") == len(chunk) - 2:  # one event (the usual read), counted cheaply
+            return 1
+        events = chunk.count(b"\n\n")
+        if (
+            chunk.count(b"\n") == 2 * events  # each event is one line and a blank one
+            and chunk.count(b"\n\ndata: ") == events - 1  # and every line is a data line
+        ):
+            return events
+        return 0
+
     def _whole_data_events(self, chunk: bytes, events: list[Event | RawBytes]) -> bytes:
         """The common read, without the line machine: whole events of one ``data: `` line
         ending in LF LF, with nothing pending before them. Returns the bytes it left (from the

@@ -1,13 +1,15 @@
-"""Running the streaming normalizer over bytes, the way the aiohttp shell drives it."""
+"""Running the streaming normalizer over bytes, the way the aiohttp shell drives it (through
+proxy.rewriter, whose whole-read fast path the reads cut at event boundaries take)."""
 
 from __future__ import annotations
 
 import itertools
 import random
+import re
 from collections.abc import Callable, Iterable, Sequence
 
 from proxy.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
-from proxy.sse import SSEDecoder
+from proxy.rewriter import SSERewriter
 
 
 def counting_ids() -> Callable[[], str]:
@@ -23,6 +25,12 @@ def cut(data: bytes, points: Iterable[int]) -> list[bytes]:
 
 def bytewise(data: bytes) -> list[bytes]:
     return [data[i : i + 1] for i in range(len(data))]
+
+
+def eventwise(data: bytes, group: int = 1) -> list[bytes]:
+    """Reads of ``group`` whole events each, as an upstream writes them."""
+    events = [part for part in re.split(rb"(?<=\n\n)", data) if part]
+    return [b"".join(events[i : i + group]) for i in range(0, len(events), group)]
 
 
 def random_cuts(data: bytes, seed: str, count: int = 8) -> list[list[bytes]]:
@@ -46,12 +54,9 @@ def run(
     normalizer = StreamNormalizer(
         options or NormalizeOptions(), request or RequestInfo(), new_id=counting_ids()
     )
-    decoder = SSEDecoder()
+    rewriter = SSERewriter(normalizer, max_event_bytes=1 << 20)
     out: list[bytes] = []
     for piece in pieces:
-        for item in decoder.feed(piece):
-            out += normalizer.feed(item)
-    for item in decoder.close():
-        out += normalizer.feed(item)
-    out += normalizer.close(complete=complete)
+        out += rewriter.feed(piece)
+    out += rewriter.close(complete=complete)
     return b"".join(out), normalizer

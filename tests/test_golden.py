@@ -24,7 +24,7 @@ import pytest
 from proxy.normalize import NormalizeOptions, RequestInfo
 from proxy.repairs import DETECTED_ONLY
 from tests import strict_checker
-from tests.normalize_helpers import bytewise, random_cuts, run
+from tests.normalize_helpers import bytewise, eventwise, random_cuts, run
 
 GOLDEN = Path(__file__).parent / "golden"
 FIXTURES = Path(__file__).parent / "fixtures" / "upstream"
@@ -101,6 +101,8 @@ def test_golden_output_however_the_upstream_bytes_are_cut(case, form):
     body = (GOLDEN / f"{case['name']}.in.sse").read_bytes()
     whole, _ = normalize(case, form)
     assert normalize(case, form, bytewise(body))[0] == whole
+    for group in (1, 2, 5):  # reads of whole events take the rewriter's whole-read path
+        assert normalize(case, form, eventwise(body, group))[0] == whole, group
     for pieces in random_cuts(body, case["name"]):
         assert normalize(case, form, pieces)[0] == whole
 

@@ -205,3 +205,43 @@ def test_decoder_whole_data_events_come_out_as_the_line_machine_makes_them(
     shortcut = decode([head, *cut(data, points)])
     line_by_line = decode(bytes([b]) for b in head + data)
     assert shortcut == line_by_line
+
+
+@given(data=st.one_of(streams, lf_streams), points=st.lists(st.integers(min_value=0), max_size=6))
+@example(data=b"data: a\n\n\n\ndata: b\n\n", points=[])
+@example(data=b"data: a\n\n: x\n\n", points=[])
+@example(data=b"data: a\ndata: b\n\n\n\n", points=[])
+def test_plain_events_counts_a_read_only_when_it_is_whole_one_line_data_events(
+    data: bytes, points: list[int]
+) -> None:
+    # The rewriter forwards a read whole, unfed, on this count; it must never take a read the
+    # decoder would see as anything else, nor one that would change the decoder's state.
+    decoder = SSEDecoder()
+    decoder.feed(b"data: first\n\n")
+    for read in cut(data, points):
+        count = decoder.plain_events(read)
+        events = decoder.feed(read)
+        if count:
+            assert len(events) == count
+            assert all(
+                isinstance(e, Event)
+                and e.raw == b"data: " + (e.data or b"") + b"\n\n"
+                and e.event is None
+                and e.id is None
+                and e.retry is None
+                and not e.fields
+                for e in events
+            )
+            assert b"".join(e.raw for e in events) == read
+            assert decoder.plain_events(b"data: x\n\n") == 1  # nothing left pending
+
+
+def test_plain_events_refuses_the_first_read_a_pending_event_and_other_framings() -> None:
+    decoder = SSEDecoder()
+    assert decoder.plain_events(b"data: a\n\n") == 0  # a BOM may still come first
+    decoder.feed(b"data: a\n\n")
+    assert decoder.plain_events(b"data: a\n\ndata: b\n\n") == 2
+    for other in (b"data: a\r\n\r\n", b"data:a\n\n", b": c\n\n", b"event: e\ndata: a\n\n"):
+        assert decoder.plain_events(other) == 0, other
+    decoder.feed(b"data: par")
+    assert decoder.plain_events(b"data: a\n\n") == 0

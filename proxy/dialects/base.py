@@ -60,6 +60,11 @@ class Extractor(Protocol):
 
     def close(self) -> list[Segment]: ...
 
+    def passes(self, text: str) -> bool:
+        """Whether ``feed(text)`` would return ``[Text(text)]`` and change nothing, so that
+        the caller may skip it (the hot path). False is always a safe answer."""
+        ...
+
     @property
     def held(self) -> int:
         """Characters fed but not yet given out in any segment (a possible marker, markup

@@ -53,6 +53,17 @@ class MarkupExtractor:
     def feed(self, text: str) -> list[Segment]:
         return self._run(text, final=False)
 
+    def passes(self, text: str) -> bool:
+        """Whether ``feed(text)`` would give ``text`` straight back as one Text and leave the
+        extractor as it is: between blocks, past the content's start, holding nothing, and no
+        marker or beginning of one in ``text``. Then the caller need not feed it."""
+        return (
+            self._block is None
+            and not self._text
+            and not self._starting
+            and (self._scanner is None or self._scanner.clear(text))
+        )
+
     def close(self) -> list[Segment]:
         return self._run("", final=True)
 

@@ -1,0 +1,34 @@
+"""A streamed chat completion's body through the core: upstream bytes in, client bytes out.
+
+The SSE decoder (proxy/sse.py) cuts the bytes into events and the normalizer
+(proxy/normalize.py) rewrites them. Most reads of most streams need nothing: text deltas of
+a request that offered no tools, a canonical stream's chunks. Such a read, when it is whole
+one-line data events and the normalizer's byte checks find nothing in it, goes out as the
+very bytes object that came in, without an Event made or a chunk parsed; the decoder's and
+the normalizer's states after it are what feeding it would have left.
+"""
+
+from __future__ import annotations
+
+from proxy.normalize import StreamNormalizer
+from proxy.sse import SSEDecoder
+
+
+class SSERewriter:
+    def __init__(self, normalizer: StreamNormalizer, *, max_event_bytes: int) -> None:
+        self.normalizer = normalizer
+        self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """The bytes to write to the client for one upstream read, in order."""
+        events = self._decoder.plain_events(chunk)
+        if events and self.normalizer.passes(chunk, events):
+            return [chunk]
+        normalizer = self.normalizer
+        return [out for item in self._decoder.feed(chunk) for out in normalizer.feed(item)]
+
+    def close(self, *, complete: bool) -> list[bytes]:
+        """The bytes that end the stream (what the decoder and normalizer held, the missing
+        finish and ``[DONE]``); ``complete``: the upstream's body ended cleanly."""
+        out = [b for item in self._decoder.close() for b in self.normalizer.feed(item)]
+        return out + self.normalizer.close(complete=complete)
