@@ -136,6 +136,28 @@ def test_only_the_tail_that_could_begin_a_marker_is_held():
     assert contents == [None, "Hello ", "<toolbox> there", None]
 
 
+def test_text_ending_like_a_harmony_word_opener_is_not_held():
+    # " basic", " a", " data" end like "commentary to=functions." or "assistantcommentary...":
+    # with every dialect on, each token still goes out in the chunk it came in
+    tokens = ["Hello", " basic", " a", " data", " co", "ass"]
+    out, _ = normalize(stream(*tokens), NormalizeOptions(dialects=("auto",)))
+    contents = [c["choices"][0]["delta"].get("content") for c in _chunks(out)]
+    assert contents == [None, *tokens, None]
+
+
+def test_a_stripped_harmony_stream_becomes_a_call_token_by_token():
+    tokens = ["analysis", "Need", " weather", ".", "assistant", "comment", "ary", " to", "="]
+    tokens += ["functions", ".get", "_weather", " json", '{"', "location", '": "', "Paris", '"}']
+    out, n = normalize(stream(*tokens), NormalizeOptions(dialects=("auto",)))
+    assert check(out, form="S1") == []
+    seen = reconstruct(out).choices[0]
+    assert "".join(seen.content) == "analysisNeed weather."
+    assert [(c.name, json.loads(c.text)) for c in seen.calls] == [
+        ("get_weather", {"location": "Paris"})
+    ]
+    assert n.repairs["markup-in-content:harmony"] == 1
+
+
 def test_markup_cut_short_closes_the_call_with_what_arrived_and_records_it():
     out, n = normalize(stream('<tool_call>\n{"name": "get_weather", "arguments": {"a": 1'))
     seen = reconstruct(out).choices[0]

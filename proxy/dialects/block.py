@@ -296,11 +296,19 @@ class Dialect:
 
     ``openers`` are recognised anywhere in the content; ``start_openers`` only where the
     content starts (leading whitespace aside), for markup that has no marker of its own.
+
+    ``word_openers`` are openers made of ordinary words (markup whose special tokens the
+    server dropped). Looked for anywhere, they would hold back every piece of text that ends
+    like their beginning (`` a``, ``basic``). So they are recognised where the content starts,
+    and anywhere only in content that starts with one of ``word_starts``: the words such a
+    stream of the dialect begins with.
     """
 
     name: ClassVar[str]
     openers: ClassVar[tuple[str, ...]] = ()
     start_openers: ClassVar[tuple[str, ...]] = ()
+    word_openers: ClassVar[tuple[str, ...]] = ()
+    word_starts: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, tools: Tools) -> None:
         self.tools = tools

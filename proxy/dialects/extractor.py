@@ -5,7 +5,9 @@ that could still become a marker is held back. At a marker the dialect's block p
 over (through a :class:`Fork`, which picks among several dialects that open with the same
 marker and names the one that took the block) until its markup ends, and scanning resumes on
 the text after it. Markup without a marker of its own (a bare JSON object, a Python-style
-list) is looked for only where the content starts, leading whitespace aside.
+list) is looked for only where the content starts, leading whitespace aside, and so are
+openers made of plain words, unless the content started like a stream of their dialect
+(``Dialect.word_starts``): then they are looked for anywhere, as the other openers are.
 
 Feeding the same text cut differently gives the same segments, except that :class:`Text`
 may come in different pieces.
@@ -23,15 +25,14 @@ from proxy.dialects.scan import MarkerScanner
 
 class MarkupExtractor:
     def __init__(self, dialects: Sequence[Dialect]) -> None:
-        self._anywhere: dict[str, list[Dialect]] = {}
+        self._dialects = tuple(dialects)
         self._at_start: dict[str, list[Dialect]] = {}
         for dialect in dialects:
-            for marker in dialect.openers:
-                self._anywhere.setdefault(marker, []).append(dialect)
-            for marker in (*dialect.openers, *dialect.start_openers):
+            for marker in (*dialect.openers, *dialect.word_openers, *dialect.start_openers):
                 self._at_start.setdefault(marker, []).append(dialect)
-        self._scanner = MarkerScanner(self._anywhere) if self._anywhere else None
         self._start_scanner = MarkerScanner(self._at_start) if self._at_start else None
+        self._word_starts = tuple(word for d in dialects for word in d.word_starts)
+        self._look_anywhere("")
         self._text = ""  # scanned text not yet released
         self._block: Fork | None = None
         self._marker = ""
@@ -98,10 +99,12 @@ class MarkupExtractor:
             self._release(len(self._text) - len(stripped), out)
             if not stripped:
                 return ""
-            marker = self._start_marker(final)
+            marker = self._start_marker(stripped, final)
             if marker is _WAIT:
                 return ""
             self._starting = False
+            if stripped.startswith(self._word_starts):
+                self._look_anywhere(stripped)
             if marker is not None:
                 return self._open(marker, self._at_start[marker])
         if self._scanner is None:
@@ -113,14 +116,28 @@ class MarkupExtractor:
             return ""
         return self._open(found.marker, self._anywhere[found.marker])
 
-    def _start_marker(self, final: bool) -> str | None:
-        """The marker the content starts with, None if none, _WAIT while it may grow into one."""
+    def _start_marker(self, start: str, final: bool) -> str | None:
+        """The marker the content starts with, None if none, _WAIT while it may grow into one
+        or into one of the words that decide which openers are looked for anywhere."""
+        if not final and (
+            (self._start_scanner is not None and self._start_scanner.could_start(start))
+            or any(len(word) > len(start) and word.startswith(start) for word in self._word_starts)
+        ):
+            return _WAIT
         if self._start_scanner is None:
             return None
-        if not final and self._start_scanner.could_start(self._text):
-            return _WAIT
-        found = self._start_scanner.find(self._text)
+        found = self._start_scanner.find(start)
         return found.marker if found is not None and found.start == 0 else None
+
+    def _look_anywhere(self, start: str) -> None:
+        """Look for every dialect's openers anywhere, and for the word openers of the dialects
+        whose streams begin the way the content did (``start``)."""
+        self._anywhere: dict[str, list[Dialect]] = {}
+        for dialect in self._dialects:
+            words = dialect.word_openers if start.startswith(dialect.word_starts) else ()
+            for marker in (*dialect.openers, *words):
+                self._anywhere.setdefault(marker, []).append(dialect)
+        self._scanner = MarkerScanner(self._anywhere) if self._anywhere else None
 
     def _open(self, marker: str, dialects: list[Dialect]) -> str:
         self._block = Fork([(dialect.name, dialect.block(marker)) for dialect in dialects])

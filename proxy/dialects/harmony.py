@@ -15,6 +15,12 @@ Servers that decode without special tokens leak the same with the tokens removed
 
     commentary to=functions.calculate json{"expression": "2+2"}
 
+Those word openers are ordinary text too, so they are looked for where the content starts,
+and anywhere else only when the content started the way such a stream does: with the channel
+the server's prompt left open (``analysis``, ``commentary``, ``final``: the prompt ends with
+``<|start|>assistant``) or with the role (``assistantfinal...`` when the analysis went to the
+reasoning). Any other content is never held back for them.
+
 The call opens when its arguments start, so prose that merely says ``to=functions.x`` stays
 content. Built-in tools (``to=browser.search``, ``to=python``) are not function calls and
 are left alone.
@@ -42,9 +48,12 @@ OPENERS = (
     "<|start|>assistant<|channel|>commentary " + RECIPIENT,
     "<|channel|>commentary " + RECIPIENT,
     "<|start|>assistant " + RECIPIENT,
+)
+WORD_OPENERS = (
     "assistantcommentary " + RECIPIENT,  # "<|start|>assistant<|channel|>" without its tokens
     "commentary " + RECIPIENT,
 )
+WORD_STARTS = ("analysis", "commentary", "final", "assistant")
 # What may stand between the name and the arguments, in any order.
 HEADER_PARTS = ("<|constrain|>", "<|channel|>", "<|message|>", "commentary", "json")
 CALL = "<|call|>"
@@ -95,6 +104,8 @@ class HarmonyBlock(JsonBlock):
 class Harmony(Dialect):
     name = "harmony"
     openers = OPENERS
+    word_openers = WORD_OPENERS
+    word_starts = WORD_STARTS
 
     def block(self, marker: str) -> Block:
         return HarmonyBlock(marker)

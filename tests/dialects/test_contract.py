@@ -21,7 +21,8 @@ from tests.dialects.examples import SAMPLES
 from tests.dialects.helpers import calls, run, text
 
 ALL_MARKERS = sorted(
-    {m for cls in DIALECTS.values() for m in (*cls.openers, *cls.start_openers)}, key=len
+    {m for cls in DIALECTS.values() for m in (*cls.openers, *cls.word_openers, *cls.start_openers)},
+    key=len,
 )
 
 
@@ -44,9 +45,12 @@ def test_segments_do_not_depend_on_the_cuts(name, data):
     assert all(call.error is None for call in calls(whole))
 
 
-# Text made of the characters markup is made of, plus pieces of real markers.
+# Text made of the characters markup is made of, plus pieces of real markers and the words
+# that make word openers count anywhere.
 _fragments = st.sampled_from(
-    [m[: len(m) // 2] for m in ALL_MARKERS] + [m[len(m) // 2 :] for m in ALL_MARKERS]
+    [m[: len(m) // 2] for m in ALL_MARKERS]
+    + [m[len(m) // 2 :] for m in ALL_MARKERS]
+    + sorted({word for cls in DIALECTS.values() for word in cls.word_starts})
 )
 _noise = st.lists(
     st.one_of(st.text(alphabet='<|>[]{}()"=: \n_aéTOLCS▁｜', max_size=6), _fragments), max_size=12
