@@ -107,20 +107,40 @@ class ChoiceNormalizer:
         if type(key) is not int or type(function) is not dict or len(function) != 1:
             return False
         text = function.get("arguments")
+        if type(text) is not str or not self.fragment_passes(key, text):
+            return False
+        self._source, self._choice = source, choice
+        return True
+
+    def fragment_passes(self, key: int, text: str) -> bool:
+        """The rest of ``take_canonical_fragment`` once the chunk's shape is known to be right:
+        whether argument ``text`` under ``key`` continues an open call as it came, and if so
+        its bookkeeping. Called directly for chunks that repeat the shape of one that took the
+        hot path (proxy/chunkshape.py), whose envelope is then the same."""
+        call = self.fragment_call(key, text)
+        if call is None:
+            return False
+        self.keep_fragment(call, text)
+        return True
+
+    def fragment_call(self, key: int, text: str) -> Call | None:
+        """The open call that argument ``text`` under ``key`` continues as it came; None when
+        the fragment needs ``process``. Changes nothing."""
         call = self._by_key.get(key)
         if (
-            type(text) is not str
-            or call is None
+            call is None
             or call.state is not CallState.OPEN
             or call.index != key
             or self._extracting
             or complete_json(text) is not INVALID  # maybe a re-sent copy (Q17)
             or any(c.state is CallState.PLACEHOLDER for c in self._calls)
         ):
-            return False
-        self._source, self._choice, self._last = source, choice, call
+            return None
+        return call
+
+    def keep_fragment(self, call: Call, text: str) -> None:
+        self._last = call
         self._keep(call, text)
-        return True
 
     def take_plain_text(self, choice: JSONObject, source: Source) -> bool:
         """The hot path of a stream that offered tools: a delta of nothing but ``content``, in
@@ -130,14 +150,18 @@ class ChoiceNormalizer:
         if type(delta) is not dict or len(delta) != 1 or choice.get("finish_reason") is not None:
             return False
         text = delta.get("content")
-        if type(text) is not str:
+        if type(text) is not str or not self.text_passes(text):
             return False
-        if self._extracting:
-            extractor = self._extractors.get("content")
-            if extractor is None or not extractor.passes(text):
-                return False
         self._source, self._choice = source, choice
         return True
+
+    def text_passes(self, text: str) -> bool:
+        """The rest of ``take_plain_text`` once the chunk's shape is known to be right: whether
+        content ``text`` goes out as it came (see ``fragment_passes``)."""
+        if not self._extracting:
+            return True
+        extractor = self._extractors.get("content")
+        return extractor is not None and extractor.passes(text)
 
     def _with_head(self, head: JSONObject | None, sink: Sink, delta: object) -> list[Piece]:
         """Put the delta's other fields (role, text, unknown ones) in front of the pieces."""

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Final, cast
 
 from proxy.choice import ChoiceNormalizer
@@ -48,10 +48,11 @@ from proxy.chunks import (
     loads,
     writable,
 )
+from proxy.chunkshape import ChunkShape
 from proxy.completion import normalize_completion
 from proxy.ids import IdPool
 from proxy.options import NormalizeOptions, RequestInfo
-from proxy.pieces import Piece, Sink, Slot, Source, StreamContext
+from proxy.pieces import Call, Piece, Sink, Slot, Source, StreamContext
 from proxy.repairs import Repair
 from proxy.sse import DONE, Event, RawBytes, encode_event
 from proxy.tooldelta import ToolDelta, read_tool_calls
@@ -99,6 +100,7 @@ class StreamNormalizer:
         self._data_seen = False
         self._error_seen = False
         self._closed = False
+        self._repeat: _Repeat | None = None  # the latest chunk that took a hot path
 
     def feed(self, item: Event | RawBytes) -> list[bytes]:
         """The bytes to write to the client for one decoded item, in order."""
@@ -107,22 +109,26 @@ class StreamNormalizer:
             out += self._give_up()
         return out
 
-    def passes(self, data: bytes, events: int) -> bool:
-        """Whether a read of ``events`` whole one-line data events (``data``, counted by
-        :meth:`proxy.sse.SSEDecoder.plain_events`) would go out exactly as it came, judged by
-        byte checks over the whole read: the same checks ``feed`` makes per event, each true
-        of the whole only if it is true of every event. When it answers True the caller
-        forwards the read instead of feeding it, so it also notes what feeding would."""
-        if self._queue:
-            return False
-        if not self._raw and (
-            self._interesting.search(data) is not None or not envelopes_sure(data, events)
+    def feed_read(self, data: bytes, events: int) -> list[bytes] | None:
+        """The bytes to write for a read of ``events`` whole one-line data events (``data``,
+        counted by :meth:`proxy.sse.SSEDecoder.plain_events`) when the read goes out exactly as
+        it came, judged without decoding it; None when its events must be fed one by one.
+
+        The judgement is ``feed``'s per event, made over the whole read: byte checks each true
+        of the whole only if true of every event, or (for one event) the chunk repeating the
+        shape of one that took a hot path. The caller does not feed the read after this."""
+        if self._queue or b"[DONE]" in data:
+            return None
+        if not (
+            self._raw
+            or (self._repeat is not None and self._repeat.take_read(data, events))
+            or (self._interesting.search(data) is None and envelopes_sure(data, events))
         ):
-            return False
-        if b"[DONE]" in data:
-            return False
+            return None
         self._data_seen = True
-        return True
+        if not self._raw and self._ctx.held + self._queued > self.options.max_held_bytes:
+            return [data, *self._give_up()]
+        return [data]
 
     def _feed(self, item: Event | RawBytes) -> list[bytes]:
         if isinstance(item, RawBytes):
@@ -135,7 +141,11 @@ class StreamNormalizer:
         if data[:6] == b"[DONE]" and not data[6:].strip():
             return self._done_event(item)
         self._data_seen = True
-        if self._raw or (self._interesting.search(data) is None and not envelope_unsure(data)):
+        if (
+            self._raw
+            or (self._repeat is not None and item.event is None and self._repeat.take(data))
+            or (self._interesting.search(data) is None and not envelope_unsure(data))
+        ):
             return self._send([item.raw])
         return self._chunk(item, data)
 
@@ -173,9 +183,13 @@ class StreamNormalizer:
         if isinstance(only, dict):
             index = only.get("index", 0)
             known = self._choices.get(index) if type(index) is int else None
-            if known is not None and (
-                known.take_plain_text(only, source) or known.take_canonical_fragment(only, source)
-            ):
+            if known is not None and known.take_plain_text(only, source):
+                self._repeat = _Repeat.of(event, data, known, b"content", only["delta"]["content"])
+                return self._send([event.raw])
+            if known is not None and known.take_canonical_fragment(only, source):
+                [entry] = only["delta"]["tool_calls"]
+                text = entry["function"]["arguments"]
+                self._repeat = _Repeat.of(event, data, known, b"arguments", text, entry["index"])
                 return self._send([event.raw])
         reads = _read_choices(choices)
         if reads is None:
@@ -334,6 +348,62 @@ class StreamNormalizer:
     @staticmethod
     def _encode(chunk: JSONObject, event: Event) -> bytes:
         return encode_event(dumps(chunk), event=event.event)
+
+
+@dataclass(frozen=True, slots=True)
+class _Repeat:
+    """A chunk that took one of the choice's hot paths, as the shape later chunks repeat: a
+    chunk of the same shape is the same chunk with another text, so only the hot path's
+    checks on the text remain (and the chunk need not be parsed)."""
+
+    shape: ChunkShape
+    choice: ChoiceNormalizer
+    key: int | None  # the call's index for an argument fragment; None for content text
+
+    @classmethod
+    def of(
+        cls,
+        event: Event,
+        data: bytes,
+        choice: ChoiceNormalizer,
+        field: bytes,
+        text: str,
+        key: int | None = None,
+    ) -> _Repeat | None:
+        shape = ChunkShape.around(data, field, text) if event.event is None else None
+        return None if shape is None else cls(shape, choice, key)
+
+    def take(self, data: bytes) -> bool:
+        """Whether ``data`` repeats the shape with a text that takes the hot path (which then
+        does its bookkeeping)."""
+        text = self.shape.text(data)
+        if text is None:
+            return False
+        if self.key is None:
+            return self.choice.text_passes(text)
+        return self.choice.fragment_passes(self.key, text)
+
+    def take_read(self, read: bytes, events: int) -> bool:
+        """``take`` for every event of a read of whole one-line data events, all or none."""
+        if events == 1:
+            return self.take(read[6:-2])
+        texts: list[str] = []
+        for event in read[:-2].split(b"\n\n"):
+            text = self.shape.text(event[6:])
+            if text is None:
+                return False
+            texts.append(text)
+        if self.key is None:
+            return all(map(self.choice.text_passes, texts))
+        kept: list[tuple[Call, str]] = []
+        for text in texts:
+            call = self.choice.fragment_call(self.key, text)
+            if call is None:
+                return False
+            kept.append((call, text))
+        for call, text in kept:
+            self.choice.keep_fragment(call, text)
+        return True
 
 
 def _read_choices(

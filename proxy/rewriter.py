@@ -22,8 +22,8 @@ class SSERewriter:
     def feed(self, chunk: bytes) -> list[bytes]:
         """The bytes to write to the client for one upstream read, in order."""
         events = self._decoder.plain_events(chunk)
-        if events and self.normalizer.passes(chunk, events):
-            return [chunk]
+        if events and (out := self.normalizer.feed_read(chunk, events)) is not None:
+            return out
         normalizer = self.normalizer
         return [out for item in self._decoder.feed(chunk) for out in normalizer.feed(item)]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from proxy import normalize
 from proxy.dialects import check_names
 from proxy.dialects.extractor import MarkupExtractor
 from proxy.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
@@ -94,3 +95,59 @@ def test_text_without_markup_does_not_reach_the_extractor(monkeypatch: pytest.Mo
     assert fed[-1] == " <tool"
     assert b"<tool" not in b"".join(held)
     assert b"<tool" in b"".join(r.feed(chunk({"content": "box> here"})))
+
+
+def count_parses(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    parsed: list[bytes] = []
+    real = normalize.loads
+
+    def spy(data: bytes | str) -> object:
+        parsed.append(data if isinstance(data, bytes) else data.encode())
+        return real(data)
+
+    monkeypatch.setattr(normalize, "loads", spy)
+    return parsed
+
+
+@pytest.mark.parametrize("group", [1, 3])
+def test_chunks_repeating_a_hot_chunks_shape_are_not_parsed(
+    monkeypatch: pytest.MonkeyPatch, group: int
+) -> None:
+    parsed = count_parses(monkeypatch)
+    r = rewriter(tools=True)
+    r.feed(chunk({"role": "assistant", "content": ""}))
+    r.feed(chunk({"content": "The"}))
+    r.feed(chunk({"content": " sky"}))  # takes the hot path: its shape is remembered
+    before = len(parsed)
+    words = [chunk({"content": t}) for t in (" is", " blue", " and", " the", " sea", " too")]
+    reads = [b"".join(words[i : i + group]) for i in range(0, len(words), group)]
+    assert [r.feed(read) for read in reads] == [[read] for read in reads]
+    assert len(parsed) == before
+    # the same shape around text that may open markup is not passed: it reaches the extractor
+    out = r.feed(chunk({"content": " <tool_call>"}))
+    assert b"<tool_call>" not in b"".join(out)
+
+
+@pytest.mark.parametrize("group", [1, 4])
+def test_argument_fragments_repeating_a_hot_chunks_shape_keep_their_bookkeeping(
+    monkeypatch: pytest.MonkeyPatch, group: int
+) -> None:
+    parsed = count_parses(monkeypatch)
+    r = rewriter(tools=True)
+    opening = {"index": 0, "id": "call_1", "type": "function"}
+    r.feed(chunk({"role": "assistant", "content": None}))
+    r.feed(chunk({"tool_calls": [{**opening, "function": {"name": "f", "arguments": ""}}]}))
+    pieces = ['{"q"', ': "a', "b", "c", "d", '"}']
+    events = [chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces]
+    out = r.feed(events[0])  # the hot path, by parsing
+    before = len(parsed)
+    rest = events[1:]
+    for i in range(0, len(rest), group):
+        read = b"".join(rest[i : i + group])
+        out += r.feed(read)
+    assert len(parsed) == before
+    # the arguments were kept: a re-sent copy of the whole (Q17) is still recognised
+    out += r.feed(chunk({"tool_calls": [{"index": 0, "function": {"arguments": "".join(pieces)}}]}))
+    out += r.feed(chunk({}, "tool_calls")) + r.close(complete=True)
+    assert r.normalizer.repairs["args-duplicated-at-end"] == 1
+    assert b"".join(out).count(b'\\"q\\"') == 1
