@@ -12,7 +12,7 @@ unlikely shape ``envelope_unsure`` names).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from functools import cache
 from typing import Any, Final
 
 import orjson
@@ -72,7 +72,8 @@ def complete_json(text: str) -> object:
     return loads(stripped)
 
 
-def interest_pattern(text_keys: Sequence[str]) -> re.Pattern[bytes]:
+@cache
+def interest_pattern(text_keys: tuple[str, ...]) -> re.Pattern[bytes]:
     """A pattern found in the data of every chunk the normalizer may have to change: one with
     tool calls, a finish reason that is not null, an error, or text in ``text_keys`` (when
     markup extraction is on). One regex search in C costs less than any parse."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate
-from typing import Final, cast
+from typing import Final, TypeVar, cast
 
 from aiohttp import hdrs, web
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -33,6 +33,8 @@ from prometheus_client.utils import floatToGoString
 
 from proxy.exchange import Exchange
 from proxy.repairs import Repair
+
+_M = TypeVar("_M", Counter, Histogram)
 
 MAX_MODEL_LABELS: Final = 32
 NO_MODEL: Final = "(none)"
@@ -202,6 +204,7 @@ class Metrics:
         PlatformCollector(registry=registry)
         GCCollector(registry=registry)
         self.models = ModelLabels()
+        self._children: dict[tuple[Counter | Histogram, tuple[str, ...]], object] = {}
         self.requests = Counter(
             "toolcall_proxy_requests",
             "Proxied requests, counted when they end.",
@@ -264,6 +267,16 @@ class Metrics:
             registry=registry,
         )
 
+    def _child(self, metric: _M, *labels: str) -> _M:
+        """``metric.labels(*labels)`` from a dict: ``labels`` validates and takes a lock on each
+        call, and every request ends with half a dozen. Label values are bounded (see the
+        module's docstring), and so is this dict."""
+        key = (metric, labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return cast("_M", child)
+
     def begin(self, exchange: Exchange) -> None:
         self.live.add(exchange)
 
@@ -273,25 +286,26 @@ class Metrics:
         upstream, meter = exchange.upstream, exchange.meter
         status = exchange.status if exchange.status is not None else 0
         model = self.models.label(exchange.model, accepted=0 < status < 400)
-        self.requests.labels(upstream, model, route_label(exchange.path), str(status)).inc()
+        child = self._child
+        child(self.requests, upstream, model, route_label(exchange.path), str(status)).inc()
         for kind, count in exchange.all_repairs().items():
             # A call recovered from text is counted as "markup-in-content:<dialect>".
             kind, _, dialect = kind.partition(":")
-            self.repairs.labels(upstream, model, kind).inc(count)
+            child(self.repairs, upstream, model, kind).inc(count)
             if kind == Repair.MARKUP_IN_CONTENT:
-                self.text_tool_calls.labels(upstream, model, dialect or "unknown").inc(count)
+                child(self.text_tool_calls, upstream, model, dialect or "unknown").inc(count)
         for failed, kind in exchange.upstream_errors:
-            self.upstream_errors.labels(failed, kind).inc()
+            child(self.upstream_errors, failed, kind).inc()
         if meter.bytes_in:
-            self.bytes.labels(upstream, "received").inc(meter.bytes_in)
+            child(self.bytes, upstream, "received").inc(meter.bytes_in)
         if meter.bytes_out:
-            self.bytes.labels(upstream, "sent").inc(meter.bytes_out)
-            self.chunks.labels(upstream).inc(meter.writes)
+            child(self.bytes, upstream, "sent").inc(meter.bytes_out)
+            child(self.chunks, upstream).inc(meter.writes)
         if (added := meter.headers_added()) is not None:
-            self.headers_added.labels(upstream).observe(added)
+            child(self.headers_added, upstream).observe(added)
         if (added := meter.first_byte_added()) is not None:
             rewritten = "yes" if exchange.rewritten else "no"
-            self.first_byte_added.labels(upstream, rewritten).observe(added)
+            child(self.first_byte_added, upstream, rewritten).observe(added)
         if meter.processing:
             self.chunk_processing.add(upstream, meter.processing)
 
