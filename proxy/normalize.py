@@ -10,6 +10,10 @@ Rules kept at this level (the per-choice work is in proxy/choice.py):
   envelope to repair goes out as its original bytes, found by byte checks before any parsing.
   So does every event whose chunk comes out equal after the repairs: a stream without tool
   calls, and a stream already canonical, come out byte for byte identical.
+* A chunk whose bytes repeat those of the latest chunk that went out as it came (a text or
+  argument delta that needed nothing) around a new string is that chunk with another text:
+  it is judged by the text alone, without parsing (proxy/chunkshape.py). A read of several
+  such events is judged all at once (``feed_read``, driven by proxy/rewriter.py).
 * The envelope of every chunk with ``choices`` is repaired first (``object``, a missing
   ``delta``); the repaired chunk then stands for the upstream's, its bytes included.
 * What is not understood (non-JSON data, unknown shapes, comments, RawBytes) goes out raw.
