@@ -20,12 +20,31 @@ class SSERewriter:
         self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        """The bytes to write to the client for one upstream read, in order."""
-        events = self._decoder.plain_events(chunk)
-        if events and (out := self.normalizer.feed_read(chunk, events)) is not None:
-            return out
+        """The bytes to write to the client for one upstream read, in order.
+
+        A read need not end where an event does (an unthrottled upstream's reads rarely do):
+        the end of an event an earlier read began, and the start of one the next read ends,
+        are decoded; the whole events between them may still go out whole."""
+        out: list[bytes] = []
+        if self._decoder.pending:
+            end = chunk.find(b"\n\n") + 2
+            if end == 1:
+                return self._decode(chunk)
+            out = self._decode(chunk[:end])
+            chunk = chunk[end:]
+        end = chunk.rfind(b"\n\n") + 2
+        whole, rest = (chunk[:end], chunk[end:]) if end > 1 else (b"", chunk)
+        if whole:
+            events = self._decoder.plain_events(whole)
+            fast = self.normalizer.feed_read(whole, events) if events else None
+            out += self._decode(whole) if fast is None else fast
+        if rest:
+            out += self._decode(rest)
+        return out
+
+    def _decode(self, data: bytes) -> list[bytes]:
         normalizer = self.normalizer
-        return [out for item in self._decoder.feed(chunk) for out in normalizer.feed(item)]
+        return [out for item in self._decoder.feed(data) for out in normalizer.feed(item)]
 
     def close(self, *, complete: bool) -> list[bytes]:
         """The bytes that end the stream (what the decoder and normalizer held, the missing

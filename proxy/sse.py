@@ -75,6 +75,11 @@ class SSEDecoder:
         self._reset_fields()
 
     @property
+    def pending(self) -> bool:
+        """Bytes of an unfinished event are buffered: the next read continues it."""
+        return bool(self._buf)
+
+    @property
     def passthrough(self) -> bool:
         """True once an event outgrew the cap and the rest of the stream is not parsed."""
         return self._oversize

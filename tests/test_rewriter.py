@@ -10,6 +10,7 @@ from proxy.dialects import check_names
 from proxy.dialects.extractor import MarkupExtractor
 from proxy.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
 from proxy.rewriter import SSERewriter
+from proxy.sse import Event, RawBytes, SSEDecoder
 from tests.normalize_helpers import counting_ids
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
@@ -151,3 +152,25 @@ def test_argument_fragments_repeating_a_hot_chunks_shape_keep_their_bookkeeping(
     out += r.feed(chunk({}, "tool_calls")) + r.close(complete=True)
     assert r.normalizer.repairs["args-duplicated-at-end"] == 1
     assert b"".join(out).count(b'\\"q\\"') == 1
+
+
+def test_whole_events_between_two_cut_ones_are_not_decoded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    decoded: list[bytes] = []
+    real = SSEDecoder.feed
+
+    def spy(self: SSEDecoder, chunk: bytes) -> list[Event | RawBytes]:
+        decoded.append(chunk)
+        return real(self, chunk)
+
+    monkeypatch.setattr(SSEDecoder, "feed", spy)
+    r = rewriter(tools=False)
+    r.feed(chunk({"role": "assistant", "content": ""}))
+    a, b, c, d = (chunk({"content": t}) for t in ("one", " two", " three", " four"))
+    out = r.feed(a[:20])  # an event begins
+    out += r.feed(a[20:] + b + c + d[:15])  # ends it, two whole events, begins another
+    out += r.feed(d[15:])
+    assert b"".join(out) == a + b + c + d
+    assert b + c in out  # the whole events in the middle went out as one piece
+    assert all(b not in piece for piece in decoded[1:])
