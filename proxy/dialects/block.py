@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, ClassVar, Final, Protocol
 
 from proxy.dialects.base import CallArgs, CallClose, CallOpen, Segment, Tools
-from proxy.dialects.params import parameter_schemas
+from proxy.dialects.params import Schema, parameter_schemas
 from proxy.dialects.scan import Found, MarkerScanner
 
 DONE: Final = "done"
@@ -312,8 +313,13 @@ class Dialect:
 
     def __init__(self, tools: Tools) -> None:
         self.tools = tools
-        # function name -> parameter name -> its schema, for the dialects that type values
-        self.schemas = parameter_schemas(tools)
+
+    @cached_property
+    def schemas(self) -> dict[str, dict[str, Schema]]:
+        """Function name -> parameter name -> its schema, for the dialects that type values.
+        Worked out only when markup of this dialect turns up: every stream that offers tools
+        builds every dialect, and most never see markup."""
+        return parameter_schemas(self.tools)
 
     def declared(self, name: str) -> bool:
         """Whether the request declared a function of that name (guards marker-less markup)."""
