@@ -163,6 +163,32 @@ class ChoiceNormalizer:
         extractor = self._extractors.get("content")
         return extractor is not None and extractor.passes(text)
 
+    def take_markup_args(self, choice: JSONObject, source: Source) -> list[Piece] | None:
+        """The hot path of a call streamed out of markup: a delta of nothing but ``content``
+        that only continues the open call's arguments (``Extractor.args_run``). Its pieces,
+        as ``process`` would give them with the same bookkeeping, without feeding the
+        extractor; None when the chunk is anything else (``process`` then handles it)."""
+        delta = choice.get("delta")
+        if type(delta) is not dict or len(delta) != 1 or choice.get("finish_reason") is not None:
+            return None
+        text = delta.get("content")
+        call = self._markup_call.get("content")
+        extractor = self._extractors.get("content")
+        if (
+            type(text) is not str
+            or call is None
+            or call.state is not CallState.OPEN
+            or extractor is None
+            or not self._extracting
+            or not extractor.args_run(text)
+        ):
+            return None
+        self._source, self._choice = source, choice
+        sink = Sink(source)
+        self._account("content", text, [CallArgs(text)])
+        self._input(call, CallInput.ARGS, text, sink)
+        return sink.own
+
     def _with_head(self, head: JSONObject | None, sink: Sink, delta: object) -> list[Piece]:
         """Put the delta's other fields (role, text, unknown ones) in front of the pieces."""
         own = sink.own
@@ -397,7 +423,9 @@ class ChoiceNormalizer:
                 sink.holding.append(call)
         elif call.slot is not None:
             call.slot.done = True
-        match action:
+        match action:  # the cases are tried in turn: streamed arguments come first
+            case Action.SEND_ARGS:
+                self._send_args(call, text, sink, extras)
             case Action.NOTHING:
                 pass
             case Action.HOLD:
@@ -424,8 +452,6 @@ class ChoiceNormalizer:
                 held, call.placeholder = call.placeholder, None
                 assert held is not None
                 sink.put(held, call)
-            case Action.SEND_ARGS:
-                self._send_args(call, text, sink, extras)
             case Action.CLOSE_ARGS:
                 if complete and call.args_len == 0:
                     self._record(Repair.EMPTY_ARGUMENTS)

@@ -191,6 +191,9 @@ class StreamNormalizer:
                 text = entry["function"]["arguments"]
                 self._repeat = _Repeat.of(event, data, known, b"arguments", text, entry["index"])
                 return self._send([event.raw])
+            markup = known.take_markup_args(only, source) if known is not None else None
+            if markup is not None:
+                return self._send(self._render_own(source, choices, [markup]))
         reads = _read_choices(choices)
         if reads is None:
             return self._send([event.raw])
@@ -317,21 +320,19 @@ class StreamNormalizer:
                 _choice_out(c, {} if isinstance(c.get("delta"), dict) else None) for c in choices
             ]
             return [self._encode(_chunk_out(chunk, rest, usage=True), source.event)]
-        chunks = [
-            _chunk_out(
-                chunk,
-                [
-                    _choice_out(p[k].choice, p[k].delta, p[k].finish, first=k == 0)
-                    for p in own
-                    if len(p) > k
-                ],
-                usage=k == count - 1,
-            )
-            for k in range(count)
-        ]
-        if count == 1 and chunks[0] == chunk:
-            return [source.event.raw]
-        return [self._encode(c, source.event) for c in chunks]
+        # plain loops: on every chunk of a call streamed out of markup, comprehensions cost
+        out: list[bytes] = []
+        for k in range(count):
+            row: list[JSONObject] = []
+            for pieces in own:
+                if len(pieces) > k:
+                    piece = pieces[k]
+                    row.append(_choice_out(piece.choice, piece.delta, piece.finish, first=k == 0))
+            rendered = _chunk_out(chunk, row, usage=k == count - 1)
+            if count == 1 and rendered == chunk:
+                return [source.event.raw]
+            out.append(self._encode(rendered, source.event))
+        return out
 
     def _render_released(self, piece: Piece) -> bytes:
         """A piece sent after its chunk: in that chunk's envelope, as its bytes if unchanged."""
@@ -433,28 +434,21 @@ def _read_choices(
 def _choice_out(
     choice: JSONObject, delta: JSONObject | None, finish: object = None, *, first: bool = True
 ) -> JSONObject:
-    out: JSONObject = {}
-    for key, value in choice.items():
-        if key == "delta":
-            out[key] = value if delta is None else delta
-        elif key == "finish_reason":
-            out[key] = finish
-        elif key == "logprobs" and not first:
-            out[key] = None
-        else:
-            out[key] = value
-    if delta is not None and "delta" not in out:
+    # a key set again keeps its place; a new one goes last, the delta before the finish
+    out = dict(choice)
+    if delta is not None:
         out["delta"] = delta
-    if finish is not None and "finish_reason" not in out:
+    if finish is not None or "finish_reason" in out:
         out["finish_reason"] = finish
+    if not first and "logprobs" in out:
+        out["logprobs"] = None
     return out
 
 
 def _chunk_out(chunk: JSONObject, choices: list[JSONObject], *, usage: bool) -> JSONObject:
-    out: JSONObject = {}
-    for key, value in chunk.items():
-        if key == "choices":
-            out[key] = choices
-        elif key != "usage" or value is None or usage:
-            out[key] = value
+    out = dict(chunk)
+    if "choices" in out:
+        out["choices"] = choices
+    if not usage and out.get("usage") is not None:
+        del out["usage"]
     return out
