@@ -101,6 +101,7 @@ class StreamNormalizer:
         self._error_seen = False
         self._closed = False
         self._repeat: _Repeat | None = None  # the latest chunk that took a hot path
+        self._markup: _MarkupRepeat | None = None  # the latest that took the markup one
 
     def feed(self, item: Event | RawBytes) -> list[bytes]:
         """The bytes to write to the client for one decoded item, in order."""
@@ -147,6 +148,12 @@ class StreamNormalizer:
             or (self._interesting.search(data) is None and not envelope_unsure(data))
         ):
             return self._send([item.raw])
+        if (
+            self._markup is not None
+            and item.event is None
+            and (sent := self._markup.take(data)) is not None
+        ):
+            return self._send([sent])
         return self._chunk(item, data)
 
     def close(self, *, complete: bool) -> list[bytes]:
@@ -191,9 +198,10 @@ class StreamNormalizer:
                 text = entry["function"]["arguments"]
                 self._repeat = _Repeat.of(event, data, known, b"arguments", text, entry["index"])
                 return self._send([event.raw])
-            markup = known.take_markup_args(only, source) if known is not None else None
-            if markup is not None:
-                return self._send(self._render_own(source, choices, [markup]))
+            if known is not None and (markup := known.take_markup_args(only, source)) is not None:
+                out = self._render_own(source, choices, [markup])
+                self._markup = _MarkupRepeat.of(event, data, only["delta"]["content"], out, known)
+                return self._send(out)
         reads = _read_choices(choices)
         if reads is None:
             return self._send([event.raw])
@@ -405,6 +413,38 @@ class _Repeat:
         for call, text in kept:
             self.choice.keep_fragment(call, text)
         return True
+
+
+@dataclass(frozen=True, slots=True)
+class _MarkupRepeat:
+    """A chunk that took the markup-arguments hot path, as the shape later chunks repeat and
+    the shape of the chunk sent for it: a chunk of the same shape around another content text
+    that the hot path takes is sent as that chunk around the text, without parsing either
+    (``_Repeat`` does the same for chunks that go out as they came)."""
+
+    shape: ChunkShape
+    sent: ChunkShape  # of the encoded event, "data: " and the blank line included
+    choice: ChoiceNormalizer
+    call: Call  # the sent chunk carries its index
+
+    @classmethod
+    def of(
+        cls, event: Event, data: bytes, text: str, out: list[bytes], choice: ChoiceNormalizer
+    ) -> _MarkupRepeat | None:
+        call = choice.markup_call
+        if event.event is not None or len(out) != 1 or call is None:
+            return None
+        shape = ChunkShape.around(data, b"content", text)
+        sent = ChunkShape.around(out[0], b"arguments", text)
+        return None if shape is None or sent is None else cls(shape, sent, choice, call)
+
+    def take(self, data: bytes) -> bytes | None:
+        """The event to send for ``data`` when it repeats the shape with a text the hot path
+        takes for the same call (which then does its bookkeeping); else None."""
+        text = self.shape.text(data)
+        if text is None or not self.choice.keep_markup_args(self.call, text):
+            return None
+        return self.sent.prefix + dumps(text)[1:-1] + self.sent.suffix
 
 
 def _read_choices(
