@@ -163,6 +163,48 @@ class ChoiceNormalizer:
         extractor = self._extractors.get("content")
         return extractor is not None and extractor.passes(text)
 
+    def take_markup_args(self, choice: JSONObject, source: Source) -> list[Piece] | None:
+        """The hot path of a call streamed out of markup: a delta of nothing but ``content``
+        that only continues the open call's arguments (``Extractor.args_run``). Its pieces,
+        as ``process`` would give them with the same bookkeeping, without feeding the
+        extractor; None when the chunk is anything else (``process`` then handles it).
+
+        As for a canonical fragment, the state machine's answer is known: an open call
+        sends its arguments as they come (SEND_ARGS)."""
+        delta = choice.get("delta")
+        if type(delta) is not dict or len(delta) != 1 or choice.get("finish_reason") is not None:
+            return None
+        text = delta.get("content")
+        call = self.markup_call
+        if type(text) is not str or call is None or not self.keep_markup_args(call, text):
+            return None
+        self._source, self._choice = source, choice
+        return [self._args_piece(call, text, source, choice)]
+
+    @property
+    def markup_call(self) -> Call | None:
+        """The call that markup in the content has open, if any."""
+        return self._markup_call.get("content")
+
+    def keep_markup_args(self, call: Call, text: str) -> bool:
+        """The rest of ``take_markup_args`` once the chunk's shape is known to be right:
+        whether content ``text`` only continues the arguments of ``call``, the open call of
+        the markup, and if so the text kept with its bookkeeping (else nothing changes).
+        Called directly for chunks that repeat the bytes of one that took the hot path for
+        the same call, whose output is then the same around the text (proxy/normalize.py)."""
+        extractor = self._extractors.get("content")
+        if (
+            call is not self._markup_call.get("content")
+            or call.state is not CallState.OPEN
+            or extractor is None
+            or not self._extracting
+            or not extractor.args_run(text)
+        ):
+            return False
+        self._account("content", text, [CallArgs(text)])
+        self._keep(call, text)
+        return True
+
     def _with_head(self, head: JSONObject | None, sink: Sink, delta: object) -> list[Piece]:
         """Put the delta's other fields (role, text, unknown ones) in front of the pieces."""
         own = sink.own
@@ -397,7 +439,9 @@ class ChoiceNormalizer:
                 sink.holding.append(call)
         elif call.slot is not None:
             call.slot.done = True
-        match action:
+        match action:  # the cases are tried in turn: streamed arguments come first
+            case Action.SEND_ARGS:
+                self._send_args(call, text, sink, extras)
             case Action.NOTHING:
                 pass
             case Action.HOLD:
@@ -424,8 +468,6 @@ class ChoiceNormalizer:
                 held, call.placeholder = call.placeholder, None
                 assert held is not None
                 sink.put(held, call)
-            case Action.SEND_ARGS:
-                self._send_args(call, text, sink, extras)
             case Action.CLOSE_ARGS:
                 if complete and call.args_len == 0:
                     self._record(Repair.EMPTY_ARGUMENTS)

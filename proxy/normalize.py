@@ -105,6 +105,7 @@ class StreamNormalizer:
         self._error_seen = False
         self._closed = False
         self._repeat: _Repeat | None = None  # the latest chunk that took a hot path
+        self._markup: _MarkupRepeat | None = None  # the latest that took the markup one
 
     def feed(self, item: Event | RawBytes) -> list[bytes]:
         """The bytes to write to the client for one decoded item, in order."""
@@ -151,6 +152,12 @@ class StreamNormalizer:
             or (self._interesting.search(data) is None and not envelope_unsure(data))
         ):
             return self._send([item.raw])
+        if (
+            self._markup is not None
+            and item.event is None
+            and (sent := self._markup.take(data)) is not None
+        ):
+            return self._send([sent])
         return self._chunk(item, data)
 
     def close(self, *, complete: bool) -> list[bytes]:
@@ -195,6 +202,10 @@ class StreamNormalizer:
                 text = entry["function"]["arguments"]
                 self._repeat = _Repeat.of(event, data, known, b"arguments", text, entry["index"])
                 return self._send([event.raw])
+            if known is not None and (markup := known.take_markup_args(only, source)) is not None:
+                out = self._render_own(source, choices, [markup])
+                self._markup = _MarkupRepeat.of(event, data, only["delta"]["content"], out, known)
+                return self._send(out)
         reads = _read_choices(choices)
         if reads is None:
             return self._send([event.raw])
@@ -321,21 +332,19 @@ class StreamNormalizer:
                 _choice_out(c, {} if isinstance(c.get("delta"), dict) else None) for c in choices
             ]
             return [self._encode(_chunk_out(chunk, rest, usage=True), source.event)]
-        chunks = [
-            _chunk_out(
-                chunk,
-                [
-                    _choice_out(p[k].choice, p[k].delta, p[k].finish, first=k == 0)
-                    for p in own
-                    if len(p) > k
-                ],
-                usage=k == count - 1,
-            )
-            for k in range(count)
-        ]
-        if count == 1 and chunks[0] == chunk:
-            return [source.event.raw]
-        return [self._encode(c, source.event) for c in chunks]
+        # plain loops: on every chunk of a call streamed out of markup, comprehensions cost
+        out: list[bytes] = []
+        for k in range(count):
+            row: list[JSONObject] = []
+            for pieces in own:
+                if len(pieces) > k:
+                    piece = pieces[k]
+                    row.append(_choice_out(piece.choice, piece.delta, piece.finish, first=k == 0))
+            rendered = _chunk_out(chunk, row, usage=k == count - 1)
+            if count == 1 and rendered == chunk:
+                return [source.event.raw]
+            out.append(self._encode(rendered, source.event))
+        return out
 
     def _render_released(self, piece: Piece) -> bytes:
         """A piece sent after its chunk: in that chunk's envelope, as its bytes if unchanged."""
@@ -410,6 +419,38 @@ class _Repeat:
         return True
 
 
+@dataclass(frozen=True, slots=True)
+class _MarkupRepeat:
+    """A chunk that took the markup-arguments hot path, as the shape later chunks repeat and
+    the shape of the chunk sent for it: a chunk of the same shape around another content text
+    that the hot path takes is sent as that chunk around the text, without parsing either
+    (``_Repeat`` does the same for chunks that go out as they came)."""
+
+    shape: ChunkShape
+    sent: ChunkShape  # of the encoded event, "data: " and the blank line included
+    choice: ChoiceNormalizer
+    call: Call  # the sent chunk carries its index
+
+    @classmethod
+    def of(
+        cls, event: Event, data: bytes, text: str, out: list[bytes], choice: ChoiceNormalizer
+    ) -> _MarkupRepeat | None:
+        call = choice.markup_call
+        if event.event is not None or len(out) != 1 or call is None:
+            return None
+        shape = ChunkShape.around(data, b"content", text)
+        sent = ChunkShape.around(out[0], b"arguments", text)
+        return None if shape is None or sent is None else cls(shape, sent, choice, call)
+
+    def take(self, data: bytes) -> bytes | None:
+        """The event to send for ``data`` when it repeats the shape with a text the hot path
+        takes for the same call (which then does its bookkeeping); else None."""
+        text = self.shape.text(data)
+        if text is None or not self.choice.keep_markup_args(self.call, text):
+            return None
+        return self.sent.prefix + dumps(text)[1:-1] + self.sent.suffix
+
+
 def _read_choices(
     choices: list[object],
 ) -> list[tuple[list[ToolDelta], list[Repair]] | None] | None:
@@ -437,28 +478,21 @@ def _read_choices(
 def _choice_out(
     choice: JSONObject, delta: JSONObject | None, finish: object = None, *, first: bool = True
 ) -> JSONObject:
-    out: JSONObject = {}
-    for key, value in choice.items():
-        if key == "delta":
-            out[key] = value if delta is None else delta
-        elif key == "finish_reason":
-            out[key] = finish
-        elif key == "logprobs" and not first:
-            out[key] = None
-        else:
-            out[key] = value
-    if delta is not None and "delta" not in out:
+    # a key set again keeps its place; a new one goes last, the delta before the finish
+    out = dict(choice)
+    if delta is not None:
         out["delta"] = delta
-    if finish is not None and "finish_reason" not in out:
+    if finish is not None or "finish_reason" in out:
         out["finish_reason"] = finish
+    if not first and "logprobs" in out:
+        out["logprobs"] = None
     return out
 
 
 def _chunk_out(chunk: JSONObject, choices: list[JSONObject], *, usage: bool) -> JSONObject:
-    out: JSONObject = {}
-    for key, value in chunk.items():
-        if key == "choices":
-            out[key] = choices
-        elif key != "usage" or value is None or usage:
-            out[key] = value
+    out = dict(chunk)
+    if "choices" in out:
+        out["choices"] = choices
+    if not usage and out.get("usage") is not None:
+        del out["usage"]
     return out

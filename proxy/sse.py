@@ -223,6 +223,8 @@ class SSEDecoder:
 def encode_event(data: bytes, *, event: str | None = None) -> bytes:
     """Encode one event; ``data`` may hold newlines, each becomes its own data line."""
     head = b"event: " + event.encode() + b"\n" if event is not None else b""
+    if b"\n" not in data:  # a chunk written by orjson: one line
+        return head + b"data: " + data + b"\n\n"
     lines = data.split(b"\n")
     return head + b"".join(b"data: " + line + b"\n" for line in lines) + b"\n"
 

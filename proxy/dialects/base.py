@@ -65,6 +65,14 @@ class Extractor(Protocol):
         the caller may skip it (the hot path). False is always a safe answer."""
         ...
 
+    def args_run(self, text: str) -> bool:
+        """Whether ``feed(text)`` would return ``[CallArgs(text)]``: ``text`` only continues
+        the open call's arguments (a run of ordinary characters in a JSON string). If so the
+        extractor has taken it as ``feed`` would, and the caller goes on as if it had fed it
+        (the hot path of a call streamed out of markup). False is always a safe answer and
+        changes nothing."""
+        ...
+
     @property
     def held(self) -> int:
         """Characters fed but not yet given out in any segment (a possible marker, markup

@@ -52,6 +52,11 @@ class Block(Protocol):
 
     def close(self) -> Step: ...
 
+    def args_run(self, text: str) -> bool:
+        """Whether ``feed(text)`` would give ``[CallArgs(text)]`` and change nothing else; if
+        so ``text`` is taken as ``feed`` would take it. False is always safe."""
+        ...
+
     @property
     def held(self) -> int: ...
 
@@ -85,6 +90,9 @@ class BlockParser:
 
     def close(self) -> Step:
         return self._run(final=True)
+
+    def args_run(self, text: str) -> bool:
+        return False  # the dialects that stream arguments as JSON say otherwise (jsonscan)
 
     @property
     def held(self) -> int:
@@ -272,6 +280,10 @@ class Fork:
 
     def close(self) -> Step:
         return self._pick([block.close() for _, block in self._blocks])
+
+    def args_run(self, text: str) -> bool:
+        # a block with an open call is the only one left: it emitted the opening
+        return len(self._blocks) == 1 and self._blocks[0][1].args_run(text)
 
     @property
     def held(self) -> int:

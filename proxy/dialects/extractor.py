@@ -65,6 +65,10 @@ class MarkupExtractor:
             and (self._scanner is None or self._scanner.clear(text))
         )
 
+    def args_run(self, text: str) -> bool:
+        """See :meth:`proxy.dialects.base.Extractor.args_run`."""
+        return self._block is not None and bool(text) and self._block.args_run(text)
+
     def close(self) -> list[Segment]:
         return self._run("", final=True)
 
