@@ -116,24 +116,29 @@ class StreamNormalizer:
 
     def feed_read(self, data: bytes, events: int) -> list[bytes] | None:
         """The bytes to write for a read of ``events`` whole one-line data events (``data``,
-        counted by :meth:`proxy.sse.SSEDecoder.plain_events`) when the read goes out exactly as
-        it came, judged without decoding it; None when its events must be fed one by one.
+        counted by :meth:`proxy.sse.SSEDecoder.plain_events`) when they can be judged without
+        decoding the read; None when its events must be fed one by one.
 
         The judgement is ``feed``'s per event, made over the whole read: byte checks each true
-        of the whole only if true of every event, or (for one event) the chunk repeating the
-        shape of one that took a hot path. The caller does not feed the read after this."""
+        of the whole only if true of every event, or chunks repeating the shape of one that
+        took a hot path (one event at a time for markup arguments, whose extractor moves on
+        with each). The caller does not feed the read after this."""
         if self._queue or b"[DONE]" in data:
             return None
-        if not (
+        if (
             self._raw
             or (self._repeat is not None and self._repeat.take_read(data, events))
             or (self._interesting.search(data) is None and envelopes_sure(data, events))
         ):
+            out = [data]
+        elif events == 1 and self._markup is not None and (sent := self._markup.take(data[6:-2])):
+            out = [sent]
+        else:
             return None
         self._data_seen = True
         if not self._raw and self._ctx.held + self._queued > self.options.max_held_bytes:
-            return [data, *self._give_up()]
-        return [data]
+            out += self._give_up()
+        return out
 
     def _feed(self, item: Event | RawBytes) -> list[bytes]:
         if isinstance(item, RawBytes):
