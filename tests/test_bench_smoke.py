@@ -42,3 +42,15 @@ def test_quick_run_measures_direct_and_bare_proxy_and_writes_a_table(tmp_path, c
         assert (cell["completed"], cell["errors"]) == (3, {}), cell
         assert cell["chunks"] == 3 * 20, cell
     assert all(r["cpu_s_per_1k"] is not None for r in result["summary"] if r["target"] != "direct")
+
+
+def test_core_bench_prints_a_figure_for_every_shape_and_cut(capsys):
+    from bench import core
+
+    assert core.main(["--shapes", "content,hermes", "--streams", "1", "--repeat", "1"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert [row.split(" | ")[0] for row in rows[1:]] == ["| content", "| hermes"]
+    for row in rows[1:]:
+        figures = [float(cell) for cell in row.strip("| ").split(" | ")[1:]]
+        assert len(figures) == len(core.READS)
+        assert all(f > 0 for f in figures)

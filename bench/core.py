@@ -1,0 +1,135 @@
+"""``python -m bench.core``: the rewriting core alone, in microseconds per event.
+
+The bench's streams (bench/shapes.py) are fed straight to proxy/rewriter.py's SSERewriter, as
+the pump feeds them, with no server, socket or event loop: the figure is what the core costs
+per upstream event, apart from everything else the proxy does. Reads are cut three ways: one
+event a read (a server writing tokens slower than the proxy reads them), ten events a read,
+and 1,500 bytes a read cut anywhere (an unthrottled server). Each figure is the best of
+``--repeat`` runs of ``--streams`` 100-chunk streams: on a shared machine the minimum is the
+figure that holds still.
+
+``--checkout DIR`` measures the proxy package of another checkout instead (a before/after
+pair, run one after the other).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+from bench.shapes import NO_TOOLS, SHAPES, TOOLS, model_name, templates
+
+READS = {"1 event": 1, "10 events": 10, "1500 bytes": -1500}
+
+
+def stream(shape: str, chunks: int = 100) -> list[bytes]:
+    """The shape's events as the fake upstream sends them, with stamps filled in."""
+    return [
+        t.head + b"T%016d" % i + t.tail if t.stamped else t.head
+        for i, t in enumerate(templates(model_name(shape, chunks, 0)))
+    ]
+
+
+def cut(events: list[bytes], per_read: int) -> list[bytes]:
+    """Reads of ``per_read`` events, or of ``-per_read`` bytes when it is negative."""
+    if per_read < 0:
+        body = b"".join(events)
+        return [body[i : i - per_read] for i in range(0, len(body), -per_read)]
+    return [b"".join(events[i : i + per_read]) for i in range(0, len(events), per_read)]
+
+
+def per_event_us(shape: str, per_read: int, streams: int, repeat: int) -> float:
+    # Imported here so that --checkout can put another proxy package first on sys.path.
+    from proxy.dialects import check_names
+    from proxy.ids import new_id_factory
+    from proxy.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
+
+    try:
+        from proxy.rewriter import SSERewriter
+    except ImportError:  # a checkout from before proxy/rewriter.py: its pump's loop instead
+        SSERewriter = _DecodeEachEvent  # type: ignore[assignment,misc]
+
+    events = stream(shape)
+    reads = cut(events, per_read)
+    options = NormalizeOptions(dialects=check_names(["auto"]))
+    request = RequestInfo.from_body({} if shape in NO_TOOLS else {"tools": TOOLS})
+
+    def run() -> None:
+        for _ in range(streams):
+            normalizer = StreamNormalizer(options, request, new_id=new_id_factory())
+            rewriter = SSERewriter(normalizer, max_event_bytes=1 << 20)
+            for read in reads:
+                rewriter.feed(read)
+            rewriter.close(complete=True)
+
+    return best(run, repeat) / (streams * len(events)) * 1e6
+
+
+class _DecodeEachEvent:
+    """What the pump did before proxy/rewriter.py: every read decoded, every event fed."""
+
+    def __init__(self, normalizer, *, max_event_bytes):
+        from proxy.sse import SSEDecoder
+
+        self._normalizer = normalizer
+        self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)
+
+    def feed(self, chunk):
+        return [b for item in self._decoder.feed(chunk) for b in self._normalizer.feed(item)]
+
+    def close(self, *, complete):
+        out = [b for item in self._decoder.close() for b in self._normalizer.feed(item)]
+        return out + self._normalizer.close(complete=complete)
+
+
+def best(run: Callable[[], None], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def table(shapes: list[str], streams: int, repeat: int) -> str:
+    lines = [
+        "| shape | " + " | ".join(f"{name} a read, us/event" for name in READS) + " |",
+        "|---|" + "--:|" * len(READS),
+    ]
+    for shape in shapes:
+        figures = [per_event_us(shape, n, streams, repeat) for n in READS.values()]
+        lines.append(f"| {shape} | " + " | ".join(f"{f:.1f}" for f in figures) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.core", description=__doc__)
+    parser.add_argument("--shapes", default=",".join(SHAPES))
+    parser.add_argument("--streams", type=int, default=60)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--checkout", help="measure the proxy package of this checkout")
+    args = parser.parse_args(argv)
+    if args.checkout:
+        # A fresh interpreter whose first sys.path entry is the other checkout: the installed
+        # (editable) proxy package must not answer the import.
+        code = (
+            "import sys; from bench.core import main; sys.path.insert(0, sys.argv[1]); "
+            "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]; "
+            "sys.exit(main(sys.argv[2:]))"
+        )
+        argv = ["--shapes", args.shapes, "--streams", str(args.streams)]
+        argv += ["--repeat", str(args.repeat)]
+        return subprocess.call([sys.executable, "-c", code, args.checkout, *argv])
+    shapes = [s for s in args.shapes.split(",") if s]
+    unknown = set(shapes) - set(SHAPES)
+    if unknown:
+        parser.error(f"unknown shapes: {', '.join(sorted(unknown))}")
+    print(table(shapes, args.streams, args.repeat))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
