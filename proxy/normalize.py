@@ -125,14 +125,19 @@ class StreamNormalizer:
         with each). The caller does not feed the read after this."""
         if self._queue or b"[DONE]" in data:
             return None
-        if (
-            self._raw
-            or (self._repeat is not None and self._repeat.take_read(data, events))
-            or (self._interesting.search(data) is None and envelopes_sure(data, events))
+        # the markup path is asked first: its chunks would fail the others' checks anyway
+        if self._raw:
+            out = [data]
+        elif (
+            events == 1
+            and self._markup is not None
+            and (sent := self._markup.take(data[6:-2])) is not None
+        ):
+            out = [sent]
+        elif (self._repeat is not None and self._repeat.take_read(data, events)) or (
+            self._interesting.search(data) is None and envelopes_sure(data, events)
         ):
             out = [data]
-        elif events == 1 and self._markup is not None and (sent := self._markup.take(data[6:-2])):
-            out = [sent]
         else:
             return None
         self._data_seen = True
@@ -151,18 +156,15 @@ class StreamNormalizer:
         if data[:6] == b"[DONE]" and not data[6:].strip():
             return self._done_event(item)
         self._data_seen = True
-        if (
-            self._raw
-            or (self._repeat is not None and item.event is None and self._repeat.take(data))
-            or (self._interesting.search(data) is None and not envelope_unsure(data))
-        ):
+        if self._raw:
             return self._send([item.raw])
-        if (
-            self._markup is not None
-            and item.event is None
-            and (sent := self._markup.take(data)) is not None
-        ):
-            return self._send([sent])
+        if item.event is None:  # the chunk shapes of the hot paths are those of plain events
+            if self._markup is not None and (sent := self._markup.take(data)) is not None:
+                return self._send([sent])
+            if self._repeat is not None and self._repeat.take(data):
+                return self._send([item.raw])
+        if self._interesting.search(data) is None and not envelope_unsure(data):
+            return self._send([item.raw])
         return self._chunk(item, data)
 
     def close(self, *, complete: bool) -> list[bytes]:
