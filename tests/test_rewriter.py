@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import orjson
 import pytest
 
 from proxy import normalize
@@ -12,19 +11,9 @@ from proxy.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
 from proxy.rewriter import SSERewriter
 from proxy.sse import Event, RawBytes, SSEDecoder
 from tests.normalize_helpers import counting_ids
+from tests.streams import chunk_event as chunk
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
-
-
-def chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
-    body = {
-        "id": "c1",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "m",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-    return b"data: " + orjson.dumps(body) + b"\n\n"
 
 
 def rewriter(*, tools: bool) -> SSERewriter:
@@ -47,7 +36,7 @@ def test_a_read_of_plain_events_goes_out_as_the_same_bytes_object() -> None:
 @pytest.mark.parametrize(
     "read",
     [
-        chunk({"content": "x"}, "eos_token"),  # a finish reason to correct (Q24)
+        chunk({"content": "x"}, finish="eos_token"),  # a finish reason to correct (Q24)
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
         b'data: {"choices":[{"index":0,"delta":{"content":"x"}}]}\n\n',  # no object (openai-python)
         b'data: {"object":"chat.completion.chunk","choices":[{"index":0}]}\n\n',  # no delta (Q29)
@@ -70,7 +59,7 @@ def test_a_read_that_may_need_work_is_decoded(read: bytes) -> None:
 def test_the_done_event_inside_a_plain_read_still_ends_the_stream_once() -> None:
     r = rewriter(tools=False)
     r.feed(chunk({"role": "assistant", "content": ""}))
-    out = b"".join(r.feed(chunk({"content": "a"}, "stop") + b"data: [DONE]\n\n"))
+    out = b"".join(r.feed(chunk({"content": "a"}, finish="stop") + b"data: [DONE]\n\n"))
     out += b"".join(r.close(complete=True))
     assert out.count(b"[DONE]") == 1
 
@@ -149,7 +138,7 @@ def test_argument_fragments_repeating_a_hot_chunks_shape_keep_their_bookkeeping(
     assert len(parsed) == before
     # the arguments were kept: a re-sent copy of the whole (Q17) is still recognised
     out += r.feed(chunk({"tool_calls": [{"index": 0, "function": {"arguments": "".join(pieces)}}]}))
-    out += r.feed(chunk({}, "tool_calls")) + r.close(complete=True)
+    out += r.feed(chunk({}, finish="tool_calls")) + r.close(complete=True)
     assert r.normalizer.repairs["args-duplicated-at-end"] == 1
     assert b"".join(out).count(b'\\"q\\"') == 1
 
