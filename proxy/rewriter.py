@@ -2,10 +2,12 @@
 
 The SSE decoder (proxy/sse.py) cuts the bytes into events and the normalizer
 (proxy/normalize.py) rewrites them. Most reads of most streams need nothing: text deltas of
-a request that offered no tools, a canonical stream's chunks. Such a read, when it is whole
-one-line data events and the normalizer's byte checks find nothing in it, goes out as the
-very bytes object that came in, without an Event made or a chunk parsed; the decoder's and
-the normalizer's states after it are what feeding it would have left.
+a request that offered no tools, a canonical stream's chunks, text or argument deltas that
+repeat the bytes of one that took a hot path. Such a read, when it is whole one-line data
+events that the normalizer can judge without decoding them (``feed_read``), goes out as the
+very bytes object that came in (or, for markup arguments, as the one event they become),
+without an Event made or a chunk parsed; the decoder's and the normalizer's states after it
+are what feeding it would have left.
 """
 
 from __future__ import annotations
