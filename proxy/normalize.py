@@ -12,8 +12,10 @@ Rules kept at this level (the per-choice work is in proxy/choice.py):
   calls, and a stream already canonical, come out byte for byte identical.
 * A chunk whose bytes repeat those of the latest chunk that went out as it came (a text or
   argument delta that needed nothing) around a new string is that chunk with another text:
-  it is judged by the text alone, without parsing (proxy/chunkshape.py). A read of several
-  such events is judged all at once (``feed_read``, driven by proxy/rewriter.py).
+  it is judged by the text alone, without parsing (proxy/chunkshape.py). Likewise a chunk
+  repeating one whose markup arguments became a tool-call delta becomes that delta around
+  the new text. A read of several such events is judged all at once (``feed_read``, driven
+  by proxy/rewriter.py), but for markup arguments, which are judged one event at a time.
 * The envelope of every chunk with ``choices`` is repaired first (``object``, a missing
   ``delta``); the repaired chunk then stands for the upstream's, its bytes included.
 * What is not understood (non-JSON data, unknown shapes, comments, RawBytes) goes out raw.
