@@ -27,23 +27,14 @@ TOOLS = {"tools": [{"type": "function", "function": {"name": "get_weather"}}]}
 ON = NormalizeOptions(dialects=("hermes",))
 
 
+def event(delta: dict[str, object], finish: str | None = None) -> bytes:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return b"data: " + json.dumps({**ENVELOPE, "choices": [choice]}).encode() + b"\n\n"
+
+
 def stream(*texts: str, key: str = "content", finish: str = "stop", done: bool = True) -> bytes:
     out = [{"role": "assistant", "content": None}] + [{key: t} for t in texts]
-    body = b"".join(
-        b"data: "
-        + json.dumps(
-            {**ENVELOPE, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
-        ).encode()
-        + b"\n\n"
-        for d in out
-    )
-    body += (
-        b"data: "
-        + json.dumps(
-            {**ENVELOPE, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
-        ).encode()
-        + b"\n\n"
-    )
+    body = b"".join(event(d) for d in out) + event({}, finish)
     return body + (b"data: [DONE]\n\n" if done else b"")
 
 
@@ -185,11 +176,7 @@ def test_structured_calls_stop_the_extraction_and_release_held_text():
     }
     later = " " + hermes("get_weather", "{}")
     body = b"".join(
-        b"data: "
-        + json.dumps(
-            {**ENVELOPE, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-        ).encode()
-        + b"\n\n"
+        event(delta, finish)
         for delta, finish in (
             ({"content": "x <tool_"}, None),
             (structured, None),
