@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestServer
+from aiohttp.test_utils import TestClient, TestServer
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from proxy.auth import ClientKeys
@@ -57,6 +59,24 @@ async def raw_request(port: int, head: bytes, body: bytes = b"") -> tuple[int, b
     return int(status_line.split()[1]), headers, content
 
 
+ProxyToRecorder = Callable[
+    ..., Awaitable[tuple[Recorder, TestClient[web.Request, web.Application]]]
+]
+
+
+@pytest.fixture
+def proxy_to_recorder(start_upstream: StartUpstream, start_proxy: StartProxy) -> ProxyToRecorder:
+    """Start a Recorder upstream and the proxy in front of it (settings as start_proxy's)."""
+
+    async def start(
+        **settings: Any,
+    ) -> tuple[Recorder, TestClient[web.Request, web.Application]]:
+        upstream = Recorder()
+        return upstream, await start_proxy(await start_upstream(upstream.app()), **settings)
+
+    return start
+
+
 @pytest.fixture
 async def canary(start_upstream: StartUpstream) -> tuple[Recorder, TestServer]:
     recorder = Recorder()
@@ -79,12 +99,10 @@ async def test_absolute_form_request_targets_are_refused(
     target: bytes,
     status: int,
     canary: tuple[Recorder, TestServer],
-    start_upstream: StartUpstream,
-    start_proxy: StartProxy,
+    proxy_to_recorder: ProxyToRecorder,
 ) -> None:
     recorder, canary_server = canary
-    upstream = Recorder()
-    proxy = await start_proxy(await start_upstream(upstream.app()))
+    upstream, proxy = await proxy_to_recorder()
     target = target.replace(b"{canary}", b"127.0.0.1:%d" % canary_server.port)
     answer = await raw_request(
         proxy.port, b"GET " + target + b" HTTP/1.1\r\nHost: 127.0.0.1:%d" % canary_server.port
@@ -104,14 +122,10 @@ async def test_absolute_form_request_targets_are_refused(
     ],
 )
 async def test_authority_and_asterisk_form_targets_are_refused(
-    request_line: bytes,
-    canary: tuple[Recorder, TestServer],
-    start_upstream: StartUpstream,
-    start_proxy: StartProxy,
+    request_line: bytes, canary: tuple[Recorder, TestServer], proxy_to_recorder: ProxyToRecorder
 ) -> None:
     recorder, canary_server = canary
-    upstream = Recorder()
-    proxy = await start_proxy(await start_upstream(upstream.app()))
+    upstream, proxy = await proxy_to_recorder()
     line = request_line.replace(b"{canary}", b"%d" % canary_server.port)
     status, _, _ = await raw_request(proxy.port, line + b"\r\nHost: x")
     assert status in (400, 404)
@@ -210,12 +224,11 @@ def header_lines(raw: bytes) -> CIMultiDict[str]:
     ids=["cl-and-te", "two-lengths", "te-unknown", "te-chunked-not-last", "te-space", "cl-sign"],
 )
 async def test_requests_with_ambiguous_framing_are_refused_not_forwarded(
-    framing: bytes, start_upstream: StartUpstream, start_proxy: StartProxy
+    framing: bytes, proxy_to_recorder: ProxyToRecorder
 ) -> None:
     """Request smuggling needs two parsers to disagree on where a body ends; the proxy's
     parser refuses every ambiguous framing, and its own requests upstream are framed anew."""
-    upstream = Recorder()
-    proxy = await start_proxy(await start_upstream(upstream.app()))
+    upstream, proxy = await proxy_to_recorder()
     body = b'{"model": "m"}'
     status, _, _ = await raw_request(
         proxy.port,
@@ -253,13 +266,9 @@ def keys_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     ],
 )
 async def test_requests_without_an_accepted_key_are_401_in_the_openai_shape(
-    authorization: str | None,
-    keys_env: dict[str, str],
-    start_upstream: StartUpstream,
-    start_proxy: StartProxy,
+    authorization: str | None, keys_env: dict[str, str], proxy_to_recorder: ProxyToRecorder
 ) -> None:
-    upstream = Recorder()
-    proxy = await start_proxy(await start_upstream(upstream.app()), auth=keys_env)
+    upstream, proxy = await proxy_to_recorder(auth=keys_env)
     headers = {} if authorization is None else {"Authorization": authorization}
     for method, path in [("POST", "/v1/chat/completions"), ("GET", "/v1/models"), ("GET", "/x")]:
         resp = await proxy.request(method, path, headers=headers, json={"model": "m"})
@@ -272,10 +281,9 @@ async def test_requests_without_an_accepted_key_are_401_in_the_openai_shape(
 
 @pytest.mark.parametrize("key", KEYS)
 async def test_each_accepted_key_passes_and_is_never_forwarded(
-    key: str, keys_env: dict[str, str], start_upstream: StartUpstream, start_proxy: StartProxy
+    key: str, keys_env: dict[str, str], proxy_to_recorder: ProxyToRecorder
 ) -> None:
-    upstream = Recorder()
-    proxy = await start_proxy(await start_upstream(upstream.app()), auth=keys_env)
+    upstream, proxy = await proxy_to_recorder(auth=keys_env)
     resp = await proxy.post(
         "/v1/chat/completions", json={"model": "m"}, headers={"Authorization": f"bearer  {key} "}
     )
@@ -303,10 +311,9 @@ async def test_with_an_upstream_key_the_client_key_is_replaced_by_it(
 
 
 async def test_health_stays_open_and_nothing_else_does(
-    keys_env: dict[str, str], start_upstream: StartUpstream, start_proxy: StartProxy
+    keys_env: dict[str, str], proxy_to_recorder: ProxyToRecorder
 ) -> None:
-    upstream = Recorder()
-    proxy = await start_proxy(await start_upstream(upstream.app()), auth=keys_env)
+    upstream, proxy = await proxy_to_recorder(auth=keys_env)
     assert (await proxy.get("/-/health")).status == 200
     assert (await proxy.get("/-/health?verbose=1")).status == 200
     for path in (b"//-/health", b"/-/health/", b"/-/healthz", b"/-/unknown", b"/-/Health"):
@@ -316,14 +323,11 @@ async def test_health_stays_open_and_nothing_else_does(
 
 
 async def test_keys_come_from_a_file_with_comments(
-    tmp_path: Path, start_upstream: StartUpstream, start_proxy: StartProxy
+    tmp_path: Path, proxy_to_recorder: ProxyToRecorder
 ) -> None:
     keys_file = tmp_path / "keys"
     keys_file.write_text(f"# team a\n{KEYS[0]}\n\n  {KEYS[1]}  \n# {KEYS[0]}-revoked\n")
-    upstream = Recorder()
-    proxy = await start_proxy(
-        await start_upstream(upstream.app()), auth={"api_keys_file": keys_file}
-    )
+    _, proxy = await proxy_to_recorder(auth={"api_keys_file": keys_file})
     for key, status in [(KEYS[0], 200), (KEYS[1], 200), (f"{KEYS[0]}-revoked", 401)]:
         resp = await proxy.get("/props", headers={"Authorization": f"Bearer {key}"})
         assert resp.status == status
@@ -480,12 +484,9 @@ async def test_upstream_keys_never_reach_logs_or_error_bodies(
 
 
 async def test_a_request_body_over_the_limit_is_413_without_reaching_the_upstream(
-    start_upstream: StartUpstream, start_proxy: StartProxy
+    proxy_to_recorder: ProxyToRecorder,
 ) -> None:
-    upstream = Recorder()
-    proxy = await start_proxy(
-        await start_upstream(upstream.app()), limits={"max_request_body_bytes": 4096}
-    )
+    upstream, proxy = await proxy_to_recorder(limits={"max_request_body_bytes": 4096})
     big = b'{"model": "m", "pad": "' + b"x" * 5000 + b'"}'
     resp = await proxy.post(
         "/v1/chat/completions", data=big, headers={"Content-Type": "application/json"}
@@ -517,16 +518,9 @@ async def test_a_request_body_over_the_limit_is_413_without_reaching_the_upstrea
     ids=["header-over", "header-under", "line-over", "line-under"],
 )
 async def test_request_line_and_headers_are_capped_by_max_header_bytes(
-    head: bytes,
-    limit: int,
-    status: int,
-    start_upstream: StartUpstream,
-    start_proxy: StartProxy,
+    head: bytes, limit: int, status: int, proxy_to_recorder: ProxyToRecorder
 ) -> None:
-    upstream = Recorder()
-    proxy = await start_proxy(
-        await start_upstream(upstream.app()), limits={"max_header_bytes": limit}
-    )
+    upstream, proxy = await proxy_to_recorder(limits={"max_header_bytes": limit})
     assert (await raw_request(proxy.port, head))[0] == status
     assert len(upstream.seen) == (status == 200)
 
@@ -613,10 +607,9 @@ HOP_NAMES = (
 
 
 async def test_hop_by_hop_request_headers_never_reach_the_upstream(
-    start_upstream: StartUpstream, start_proxy: StartProxy
+    proxy_to_recorder: ProxyToRecorder,
 ) -> None:
-    upstream = Recorder()
-    proxy = await start_proxy(await start_upstream(upstream.app()))
+    upstream, proxy = await proxy_to_recorder()
     body = b'{"model": "m"}'
     status, _, _ = await raw_request(
         proxy.port,
@@ -687,13 +680,9 @@ CLIENT_FORWARDING = {
     ids=["default", "trusted", "off", "off-trusted"],
 )
 async def test_forwarding_headers_follow_the_settings(
-    forwarded: dict[str, bool],
-    expected: dict[str, str],
-    start_upstream: StartUpstream,
-    start_proxy: StartProxy,
+    forwarded: dict[str, bool], expected: dict[str, str], proxy_to_recorder: ProxyToRecorder
 ) -> None:
-    upstream = Recorder()
-    proxy = await start_proxy(await start_upstream(upstream.app()), forwarded=forwarded)
+    upstream, proxy = await proxy_to_recorder(forwarded=forwarded)
     resp = await proxy.get("/props", headers=CLIENT_FORWARDING)
     assert resp.status == 200
     seen = {name: upstream.headers[name] for name in CLIENT_FORWARDING if name in upstream.headers}
