@@ -34,12 +34,16 @@ class ChunkShape:
         start = data.find(marker)
         if start < 0 or data.find(marker, start + 1) >= 0:
             return None
-        value = orjson.dumps(text)[1:-1]
+        value = _spelled(text)
         begin = start + len(marker)
         end = begin + len(value)
         if data[begin:end] != value or data[end : end + 1] != b'"':
             return None
         return cls(data[:begin], data[end:])
+
+    def with_text(self, text: str) -> bytes:
+        """The chunk of this shape around ``text``, spelled as ``around`` expects it."""
+        return self.prefix + _spelled(text) + self.suffix
 
     def text(self, data: bytes) -> str | None:
         """The string ``data`` holds in this shape, when it is this shape around one JSON
@@ -64,3 +68,8 @@ class ChunkShape:
         except orjson.JSONDecodeError:
             return None
         return text if isinstance(text, str) else None
+
+
+def _spelled(text: str) -> bytes:
+    """``text`` as the inside of a JSON string, the way orjson writes it."""
+    return orjson.dumps(text)[1:-1]

@@ -112,7 +112,7 @@ class StreamNormalizer:
     def feed(self, item: Event | RawBytes) -> list[bytes]:
         """The bytes to write to the client for one decoded item, in order."""
         out = self._feed(item)
-        if not self._raw and self._ctx.held + self._queued > self.options.max_held_bytes:
+        if self._over_cap():
             out += self._give_up()
         return out
 
@@ -143,9 +143,13 @@ class StreamNormalizer:
         else:
             return None
         self._data_seen = True
-        if not self._raw and self._ctx.held + self._queued > self.options.max_held_bytes:
+        if self._over_cap():
             out += self._give_up()
         return out
+
+    def _over_cap(self) -> bool:
+        """What is held outgrew max_held_bytes (while rewriting)."""
+        return not self._raw and self._ctx.held + self._queued > self.options.max_held_bytes
 
     def _feed(self, item: Event | RawBytes) -> list[bytes]:
         if isinstance(item, RawBytes):
@@ -457,7 +461,7 @@ class _MarkupRepeat:
         text = self.shape.text(data)
         if text is None or not self.choice.keep_markup_args(self.call, text):
             return None
-        return self.sent.prefix + dumps(text)[1:-1] + self.sent.suffix
+        return self.sent.with_text(text)
 
 
 def _read_choices(

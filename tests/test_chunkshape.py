@@ -57,3 +57,11 @@ def test_a_recognised_text_is_exactly_what_parsing_gives(first: str, second: str
     shape = ChunkShape.around(data(first), b"content", first)
     assert shape is not None
     assert shape.text(data(second)) == second
+
+
+@given(text=st.text(max_size=20))
+def test_a_chunk_made_with_a_text_is_that_chunk_spelled_by_orjson(text: str) -> None:
+    shape = ChunkShape.around(data("Hello"), b"content", "Hello")
+    assert shape is not None
+    assert shape.with_text(text) == data(text)
+    assert shape.text(shape.with_text(text)) == text
