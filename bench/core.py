@@ -27,10 +27,7 @@ READS = {"1 event": 1, "10 events": 10, "1500 bytes": -1500}
 
 def stream(shape: str, chunks: int = 100) -> list[bytes]:
     """The shape's events as the fake upstream sends them, with stamps filled in."""
-    return [
-        t.head + b"T%016d" % i + t.tail if t.stamped else t.head
-        for i, t in enumerate(templates(model_name(shape, chunks, 0)))
-    ]
+    return [t.event(b"T%016d" % i) for i, t in enumerate(templates(model_name(shape, chunks, 0)))]
 
 
 def cut(events: list[bytes], per_read: int) -> list[bytes]:

@@ -79,6 +79,10 @@ class Template:
     tail: bytes = b""
     stamped: bool = False
 
+    def event(self, stamp: bytes) -> bytes:
+        """The event's bytes, with ``stamp`` in its slot when it has one."""
+        return self.head + stamp + self.tail if self.stamped else self.head
+
 
 def _event(model: str, delta: dict[str, object], finish: str | None = None) -> bytes:
     chunk = {

@@ -35,7 +35,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         for k, t in enumerate(templates(model)):
             if k:
                 await asyncio.sleep(max(0.0, start + k * delay - loop.time()))
-            await resp.write(t.head + stamp() + t.tail if t.stamped else t.head)
+            await resp.write(t.event(stamp()))
         await resp.write_eof()
     except ConnectionResetError:
         pass  # the load generator hung up at its deadline

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import json
 
+from bench import core
 from bench.cli import main
-from bench.shapes import model_name, templates
 from bench.stamps import StampScanner
 
 
 def test_stamp_scanner_finds_each_stamp_once_however_the_stream_is_cut():
-    stream = b"".join(
-        t.head + b"T%016d" % i + t.tail if t.stamped else t.head
-        for i, t in enumerate(templates(model_name("toolcall", 5, 0)))
-    )
+    stream = b"".join(core.stream("toolcall", chunks=5))
     whole = StampScanner().feed(stream)
     scanner = StampScanner()
     by_byte = [s for i in range(len(stream)) for s in scanner.feed(stream[i : i + 1])]
@@ -45,8 +42,6 @@ def test_quick_run_measures_direct_and_bare_proxy_and_writes_a_table(tmp_path, c
 
 
 def test_core_bench_prints_a_figure_for_every_shape_and_cut(capsys):
-    from bench import core
-
     assert core.main(["--shapes", "content,hermes", "--streams", "1", "--repeat", "1"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     assert [row.split(" | ")[0] for row in rows[1:]] == ["| content", "| hermes"]
