@@ -10,8 +10,22 @@ import pytest
 PROXY = Path(__file__).parent.parent / "proxy"
 CORE = [
     PROXY / name
-    for name in ("sse.py", "chunks.py", "normalize.py", "routing.py", "repairs.py", "errors.py")
-    if (PROXY / name).exists()
+    for name in (
+        "sse.py",
+        "rewriter.py",
+        "chunks.py",
+        "chunkshape.py",
+        "normalize.py",
+        "choice.py",
+        "pieces.py",
+        "toolcall_state.py",
+        "tooldelta.py",
+        "completion.py",
+        "options.py",
+        "routing.py",
+        "repairs.py",
+        "errors.py",
+    )
 ] + sorted((PROXY / "dialects").glob("*.py"))
 FORBIDDEN = {
     "aiohttp",
@@ -43,4 +57,4 @@ def test_core_module_imports_no_io(path: Path) -> None:
 
 def test_core_list_covers_the_codec_and_routing() -> None:
     names = {p.name for p in CORE}
-    assert {"sse.py", "routing.py", "base.py"} <= names
+    assert {"sse.py", "rewriter.py", "chunkshape.py", "choice.py", "routing.py", "base.py"} <= names
