@@ -94,10 +94,7 @@ class ChoiceNormalizer:
         """The hot path: a canonical argument fragment of a call already open under the same
         index goes out as it came, with only the bookkeeping ``process`` would do. False when
         the chunk is anything else; ``process`` then handles it."""
-        delta = choice.get("delta")
-        if type(delta) is not dict or len(delta) != 1 or choice.get("finish_reason") is not None:
-            return False
-        entries = delta.get("tool_calls")
+        entries = _sole_field(choice, "tool_calls")
         if type(entries) is not list or len(entries) != 1:
             return False
         entry = entries[0]
@@ -146,10 +143,7 @@ class ChoiceNormalizer:
         """The hot path of a stream that offered tools: a delta of nothing but ``content``, in
         which no markup can start, goes out as it came. ``process`` would give the text back
         unchanged and change no state but the latest chunk; False sends it there instead."""
-        delta = choice.get("delta")
-        if type(delta) is not dict or len(delta) != 1 or choice.get("finish_reason") is not None:
-            return False
-        text = delta.get("content")
+        text = _sole_field(choice, "content")
         if type(text) is not str or not self.text_passes(text):
             return False
         self._source, self._choice = source, choice
@@ -171,10 +165,7 @@ class ChoiceNormalizer:
 
         As for a canonical fragment, the state machine's answer is known: an open call
         sends its arguments as they come (SEND_ARGS)."""
-        delta = choice.get("delta")
-        if type(delta) is not dict or len(delta) != 1 or choice.get("finish_reason") is not None:
-            return None
-        text = delta.get("content")
+        text = _sole_field(choice, "content")
         call = self.markup_call
         if type(text) is not str or call is None or not self.keep_markup_args(call, text):
             return None
@@ -718,6 +709,15 @@ def _opening_input(args: str) -> CallInput:
     if value is INVALID:
         return CallInput.NAMED_PARTIAL
     return CallInput.NAMED_PLACEHOLDER if value == {} else CallInput.NAMED_WHOLE
+
+
+def _sole_field(choice: JSONObject, key: str) -> object:
+    """The delta's ``key`` when it is the delta's only field and the choice does not finish
+    (the shape every hot path starts from); else None."""
+    delta = choice.get("delta")
+    if type(delta) is not dict or len(delta) != 1 or choice.get("finish_reason") is not None:
+        return None
+    return delta.get(key)
 
 
 def _has_text(delta: JSONObject) -> bool:
