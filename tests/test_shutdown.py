@@ -118,7 +118,9 @@ async def run_proxy(tmp_path: Path) -> AsyncIterator[object]:
 async def connection_refused(port: int) -> bool:
     try:
         _, writer = await asyncio.open_connection("127.0.0.1", port)
-    except ConnectionRefusedError:
+    except (ConnectionRefusedError, ConnectionResetError):
+        # A SYN that races the listening socket's close is answered with a reset instead of
+        # a refusal; either way the connect failed and nothing accepted it.
         return True
     writer.close()
     return False
