@@ -1,6 +1,6 @@
 """``python -m bench.core``: the rewriting core alone, in microseconds per event.
 
-The bench's streams (bench/shapes.py) are fed straight to proxy/rewriter.py's SSERewriter, as
+The bench's streams (bench/shapes.py) are fed straight to the core's SSERewriter, as
 the pump feeds them, with no server, socket or event loop: the figure is what the core costs
 per upstream event, apart from everything else the proxy does. Reads are cut three ways: one
 event a read (a server writing tokens slower than the proxy reads them), ten events a read,
@@ -40,14 +40,28 @@ def cut(events: list[bytes], per_read: int) -> list[bytes]:
 
 def per_event_us(shape: str, per_read: int, streams: int, repeat: int) -> float:
     # Imported here so that --checkout can put another proxy package first on sys.path.
-    from proxy.dialects import check_names
-    from proxy.ids import new_id_factory
-    from proxy.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
-
     try:
-        from proxy.rewriter import SSERewriter
-    except ImportError:  # a checkout from before proxy/rewriter.py: its pump's loop instead
-        SSERewriter = _DecodeEachEvent  # type: ignore[assignment,misc]
+        from proxy.core.markup import check_names
+        from proxy.core.protocols.chat.normalize import (
+            NormalizeOptions,
+            RequestInfo,
+            StreamNormalizer,
+        )
+        from proxy.core.protocols.chat.rewriter import SSERewriter
+        from proxy.shell.random_ids import new_id_factory
+    except ImportError:  # a checkout from before proxy/core/: the flat layout
+        from proxy.dialects import check_names  # type: ignore[no-redef]
+        from proxy.ids import new_id_factory  # type: ignore[no-redef]
+        from proxy.normalize import (  # type: ignore[no-redef]
+            NormalizeOptions,
+            RequestInfo,
+            StreamNormalizer,
+        )
+
+        try:
+            from proxy.rewriter import SSERewriter  # type: ignore[no-redef]
+        except ImportError:  # a checkout from before the rewriter: its pump's loop instead
+            SSERewriter = _DecodeEachEvent  # type: ignore[assignment,misc]
 
     events = stream(shape)
     reads = cut(events, per_read)
@@ -66,10 +80,13 @@ def per_event_us(shape: str, per_read: int, streams: int, repeat: int) -> float:
 
 
 class _DecodeEachEvent:
-    """What the pump did before proxy/rewriter.py: every read decoded, every event fed."""
+    """What the pump did before the rewriter: every read decoded, every event fed."""
 
     def __init__(self, normalizer, *, max_event_bytes):
-        from proxy.sse import SSEDecoder
+        try:
+            from proxy.core.sse import SSEDecoder
+        except ImportError:
+            from proxy.sse import SSEDecoder  # type: ignore[no-redef]
 
         self._normalizer = normalizer
         self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)

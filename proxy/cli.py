@@ -20,10 +20,7 @@ from typing import Final, NamedTuple
 from aiohttp import web
 
 from proxy import __version__
-from proxy.accesslog import configure_logging
-from proxy.app import create_app
-from proxy.errors import ConfigError
-from proxy.limits import LISTEN_BACKLOG, server_options
+from proxy.core.errors import ConfigError
 from proxy.settings import (
     DEFAULT_CONFIG_PATH,
     DEFAULT_PORT,
@@ -31,6 +28,9 @@ from proxy.settings import (
     load_settings,
     resolve_config_path,
 )
+from proxy.shell.accesslog import configure_logging
+from proxy.shell.app import create_app
+from proxy.shell.limits import LISTEN_BACKLOG, server_options
 from proxy.tools import check, fix, probe
 
 PROG = "toolcall-proxy"
@@ -93,7 +93,7 @@ def serve(settings: Settings) -> None:
         port=settings.port,
         handler_cancellation=True,
         loop=event_loop(),
-        access_log=None,  # proxy.accesslog writes one JSON line per request instead
+        access_log=None,  # proxy.shell.accesslog writes one JSON line per request instead
         # On SIGTERM/SIGINT: stop listening, close idle connections, let open responses run
         # this long, then cancel them (their clients see a truncated stream), and exit 0.
         shutdown_timeout=settings.timeouts.shutdown_grace,

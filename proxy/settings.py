@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from yarl import URL
 
-from proxy.dialects import check_names
-from proxy.errors import ConfigError
+from proxy.core.errors import ConfigError
+from proxy.core.markup import check_names
 
 ENV_PREFIX = "TOOLCALL_PROXY_"
 DEFAULT_PORT = 8090
@@ -39,7 +39,9 @@ class UpstreamSettings(_Strict):
     output: Literal["streamed", "coalesced"] = "streamed"
     dialects: Literal["auto", "none"] | list[str] = "auto"
     extract_from_reasoning: bool = False
-    max_concurrent_requests: int | None = Field(None, ge=1)  # above it: 429, see proxy/limits.py
+    max_concurrent_requests: int | None = Field(
+        None, ge=1
+    )  # above it: 429, see proxy/shell/limits.py
 
     @field_validator("url")
     @classmethod

@@ -12,9 +12,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import HealthCheck, settings
 
-from proxy.app import create_app
-from proxy.limits import server_options
 from proxy.settings import Settings, UpstreamSettings
+from proxy.shell.app import create_app
+from proxy.shell.limits import server_options
 
 settings.register_profile(
     "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]

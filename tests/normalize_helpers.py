@@ -1,5 +1,5 @@
 """Running the streaming normalizer over bytes, the way the aiohttp shell drives it (through
-proxy.rewriter, whose whole-read fast path the reads cut at event boundaries take)."""
+proxy.core.protocols.chat.rewriter, whose whole-read fast path the reads cut at event boundaries take)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import random
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from proxy.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
-from proxy.rewriter import SSERewriter
+from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
+from proxy.core.protocols.chat.rewriter import SSERewriter
 
 
 def counting_ids() -> Callable[[], str]:

@@ -45,9 +45,9 @@ from typing import Final
 
 from aiohttp import ClientPayloadError, ClientSession, ClientTimeout, TCPConnector, web
 
-from proxy.app import create_app
-from proxy.limits import LISTEN_BACKLOG, server_options
 from proxy.settings import Settings, TimeoutSettings, UpstreamSettings
+from proxy.shell.app import create_app
+from proxy.shell.limits import LISTEN_BACKLOG, server_options
 from tests.streams import arguments, content, split_events
 
 FIXTURES: Final = Path(__file__).parent / "fixtures" / "upstream"

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 from aiohttp import ClientPayloadError, ClientResponse, web
 
-from proxy.sse import Event, SSEDecoder
+from proxy.core.sse import Event, SSEDecoder
 from tests.conftest import UPSTREAM_FIXTURES
 
 

@@ -14,8 +14,8 @@ import orjson
 import pytest
 from aiohttp import ClientSession, web
 
-from proxy.accesslog import ACCESS_LOGGER, configure_logging
 from proxy.settings import UpstreamSettings
+from proxy.shell.accesslog import ACCESS_LOGGER, configure_logging
 from tests.conftest import UPSTREAM_FIXTURES, StartProxy, StartUpstream, upstream_url
 from tests.test_failures import free_port
 from tests.test_passthrough import replay_app

@@ -6,7 +6,7 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proxy.chunkshape import ChunkShape
+from proxy.core.protocols.chat.chunkshape import ChunkShape
 
 
 def data(text: str, created: int = 1) -> bytes:

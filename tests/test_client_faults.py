@@ -16,8 +16,8 @@ import orjson
 import pytest
 from aiohttp import ClientResponse, web
 
+from proxy.core.sse import SSEDecoder
 from proxy.settings import UpstreamSettings
-from proxy.sse import SSEDecoder
 from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.raw_upstream import CHUNKED, SSE_HEAD, Conn, raw_upstream
 from tests.sockets import open_connections_to, queued_bytes

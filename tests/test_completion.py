@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from proxy.normalize import NormalizeOptions, RequestInfo, normalize_completion
+from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, normalize_completion
 from tests.normalize_helpers import counting_ids
 
 FIXTURES = Path(__file__).parent / "fixtures" / "upstream"

@@ -22,9 +22,9 @@ import pytest
 import yaml
 from yarl import URL
 
-from proxy.app import OWN_PREFIX, create_app
 from proxy.cli import build_parser, main
 from proxy.settings import Settings, load_settings
+from proxy.shell.app import OWN_PREFIX, create_app
 from tests.conftest import StartProxy, StartUpstream
 from tests.test_failures import free_port
 from tests.test_readiness import models_app

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from proxy.normalize import NormalizeOptions, RequestInfo
-from proxy.repairs import DETECTED_ONLY
+from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo
+from proxy.core.repairs import DETECTED_ONLY
 from tests import strict_checker
 from tests.normalize_helpers import bytewise, eventwise, random_cuts, run
 

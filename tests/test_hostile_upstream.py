@@ -16,8 +16,8 @@ import orjson
 import pytest
 from aiohttp import web
 
+from proxy.core.sse import DONE, Event, SSEDecoder
 from proxy.settings import UpstreamSettings
-from proxy.sse import DONE, Event, SSEDecoder
 from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.streams import (
     arguments,

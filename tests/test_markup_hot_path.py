@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.choice import ChoiceNormalizer
-from proxy.normalize import RequestInfo, StreamNormalizer
-from proxy.rewriter import SSERewriter
+from proxy.core.protocols.chat.choice import ChoiceNormalizer
+from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
+from proxy.core.protocols.chat.rewriter import SSERewriter
 from tests.dialects.helpers import tokens
 from tests.normalize_helpers import counting_ids, eventwise
 from tests.test_normalize_dialects import ON, TOOLS, hermes, stream

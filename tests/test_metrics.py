@@ -16,7 +16,8 @@ from aiohttp.test_utils import TestClient
 from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.parser import text_string_to_metric_families
 
-from proxy.metrics import (
+from proxy.settings import UpstreamSettings
+from proxy.shell.metrics import (
     LATENCY_BUCKETS,
     MAX_MODEL_LABELS,
     NO_MODEL,
@@ -25,7 +26,6 @@ from proxy.metrics import (
     ModelLabels,
     route_label,
 )
-from proxy.settings import UpstreamSettings
 from tests.conftest import UPSTREAM_FIXTURES, StartProxy, StartUpstream, upstream_url
 from tests.streams import split_events
 from tests.test_passthrough import replay_app

@@ -26,9 +26,9 @@ from aiohttp.test_utils import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxy.app import normalize_options
-from proxy.normalize import RequestInfo
+from proxy.core.protocols.chat.normalize import RequestInfo
 from proxy.settings import Settings, UpstreamSettings
+from proxy.shell.app import normalize_options
 from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.normalize_helpers import cut, run
 from tests.streams import read_until_error

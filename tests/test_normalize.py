@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-import proxy.normalize
-from proxy.ids import IdPool, new_id_factory
-from proxy.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
-from proxy.sse import DONE, Event, RawBytes, SSEDecoder
+import proxy.core.protocols.chat.normalize
+from proxy.core.ids import IdPool
+from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
+from proxy.core.sse import DONE, Event, RawBytes, SSEDecoder
+from proxy.shell.random_ids import new_id_factory
 from tests.normalize_helpers import counting_ids, run
 from tests.strict_checker import check, chunks, reconstruct
 
@@ -83,8 +84,10 @@ def deltas(sent: list[bytes]) -> list[Any]:
 
 def test_events_that_cannot_need_work_are_sent_without_parsing(monkeypatch):
     parses = []
-    real = proxy.normalize.loads
-    monkeypatch.setattr(proxy.normalize, "loads", lambda data: parses.append(data) or real(data))
+    real = proxy.core.protocols.chat.normalize.loads
+    monkeypatch.setattr(
+        proxy.core.protocols.chat.normalize, "loads", lambda data: parses.append(data) or real(data)
+    )
     n = normalizer()
     body = chunk({"role": "assistant", "content": ""}) + chunk({"content": "Hi"}) + b": ping\n\n"
     assert feed_each(n, body) == [[e.raw for e in events(body)]]
@@ -133,8 +136,10 @@ def test_a_choice_without_delta_gets_an_empty_one_and_keeps_its_fields():
 
 def test_chunks_that_name_themselves_right_are_not_parsed_however_spelled(monkeypatch):
     parses = []
-    real = proxy.normalize.loads
-    monkeypatch.setattr(proxy.normalize, "loads", lambda data: parses.append(data) or real(data))
+    real = proxy.core.protocols.chat.normalize.loads
+    monkeypatch.setattr(
+        proxy.core.protocols.chat.normalize, "loads", lambda data: parses.append(data) or real(data)
+    )
     compact = chunk({"content": "Hi"}).replace(b'": ', b'":').replace(b", ", b",")
     spaced = compact.replace(b'"object":', b'"object" :\t')
     assert feed_each(normalizer(), compact + spaced) == [[compact, spaced]]
@@ -468,7 +473,7 @@ def test_request_info_reads_any_body(body, tools, choice, fallback, extraction):
 
 def test_the_core_imports_no_io_library():
     code = (
-        "import sys, proxy.normalize, proxy.completion;"
+        "import sys, proxy.core.protocols.chat.normalize, proxy.core.protocols.chat.completion;"
         "print(sorted({'aiohttp', 'asyncio'} & set(sys.modules)))"
     )
     result = subprocess.run(

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import proxy.dialects
-from proxy.dialects import build_extractor
-from proxy.dialects.base import Segment, Tools
-from proxy.errors import DialectError
-from proxy.normalize import NormalizeOptions, RequestInfo, normalize_completion
+import proxy.core.markup
+from proxy.core.errors import DialectError
+from proxy.core.markup import build_extractor
+from proxy.core.markup.base import Segment, Tools
+from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, normalize_completion
 from tests.normalize_helpers import counting_ids, cut, run
 from tests.strict_checker import check, reconstruct
 
@@ -253,7 +253,7 @@ class FailingHermes:
     """The real hermes extractor, except that text containing ``BOOM`` raises DialectError.
 
     No registered dialect raises DialectError: each fails open by itself, as the contract in
-    proxy/dialects/base.py asks. The normalizer must survive one that does all the same, and
+    proxy/core/markup/base.py asks. The normalizer must survive one that does all the same, and
     only a double can take it down that path.
     """
 
@@ -285,7 +285,7 @@ class FailingHermes:
 @pytest.fixture
 def failing_dialect(monkeypatch):
     monkeypatch.setattr(
-        proxy.dialects, "build_extractor", lambda names, tools: FailingHermes(tools)
+        proxy.core.markup, "build_extractor", lambda names, tools: FailingHermes(tools)
     )
 
 

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from proxy.normalize import NormalizeOptions, RequestInfo
+from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo
 from tests.normalize_helpers import cut, run
 from tests.stream_strategies import CANONICAL, Call, Choice, Drawn, streams, text_streams
 from tests.strict_checker import check, events, reconstruct

@@ -8,9 +8,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from proxy.readiness import CHECK_PATH, Readiness
 from proxy.settings import UpstreamSettings
-from proxy.state import STATE
+from proxy.shell.app_state import STATE
+from proxy.shell.readiness import CHECK_PATH, Readiness
 from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.test_failures import free_port
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from proxy import normalize
-from proxy.dialects import check_names
-from proxy.dialects.extractor import MarkupExtractor
-from proxy.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
-from proxy.rewriter import SSERewriter
-from proxy.sse import Event, RawBytes, SSEDecoder
+from proxy.core.markup import check_names
+from proxy.core.markup.extractor import MarkupExtractor
+from proxy.core.protocols.chat import normalize
+from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
+from proxy.core.protocols.chat.rewriter import SSERewriter
+from proxy.core.sse import Event, RawBytes, SSEDecoder
 from tests.normalize_helpers import counting_ids
 from tests.streams import chunk_event as chunk
 

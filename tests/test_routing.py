@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from aiohttp import web
 
-from proxy.errors import NoRouteError
-from proxy.routing import Router, Upstream, is_safe_path
+from proxy.core.errors import NoRouteError
+from proxy.core.routing import Router, Upstream, is_safe_path
 from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, upstream_url
 

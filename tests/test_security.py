@@ -19,9 +19,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from proxy.auth import ClientKeys
-from proxy.errors import ConfigError
+from proxy.core.errors import ConfigError
 from proxy.settings import UpstreamSettings, load_settings
+from proxy.shell.auth import ClientKeys
 from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.raw_upstream import Conn, raw_upstream
 

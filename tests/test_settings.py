@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from proxy.cli import main
-from proxy.errors import ConfigError
+from proxy.core.errors import ConfigError
 from proxy.settings import DEFAULT_PORT, load_settings
 
 CONFIG_DIR = Path(__file__).parent.parent / "config"

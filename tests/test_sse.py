@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from proxy.sse import DONE, Event, RawBytes, SSEDecoder, encode_event
+from proxy.core.sse import DONE, Event, RawBytes, SSEDecoder, encode_event
 
 
 def decode(chunks: Iterable[bytes], *, max_event_bytes: int = 1 << 20) -> list[Event | RawBytes]:

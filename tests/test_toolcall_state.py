@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.errors import NormalizerError
-from proxy.toolcall_state import (
+from proxy.core.calls.state import (
     S1,
     S1_STATES,
     S2,
@@ -16,6 +15,7 @@ from proxy.toolcall_state import (
     Table,
     transition,
 )
+from proxy.core.errors import NormalizerError
 
 FORMS = pytest.mark.parametrize(
     ("table", "states"), [(S1, S1_STATES), (S2, S2_STATES)], ids=["S1", "S2"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from proxy.dialects import check_names
+from proxy.core.markup import check_names
 from proxy.settings import Settings, UpstreamSettings, load_settings, resolve_config_path
 from proxy.tools.table import format_table
 
@@ -76,7 +76,7 @@ def auto_dialects(settings: Settings) -> list[str]:
 
 
 def fallback_rules(settings: Settings) -> list[str]:
-    """Where requests go that no pattern claims (the rules of proxy.routing)."""
+    """Where requests go that no pattern claims (the rules of proxy.core.routing)."""
     default = settings.default_upstream
     catch_all = _catch_all(settings)
     if catch_all is not None:

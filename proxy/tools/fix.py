@@ -14,8 +14,8 @@ from pathlib import Path
 
 import orjson
 
-from proxy.dialects import check_names
-from proxy.normalize import NormalizeOptions
+from proxy.core.markup import check_names
+from proxy.core.protocols.chat.normalize import NormalizeOptions
 from proxy.settings import LimitSettings
 from proxy.tools.replay import replay
 from proxy.tools.table import format_table

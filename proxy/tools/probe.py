@@ -21,10 +21,10 @@ from typing import Any, Final
 import orjson
 from aiohttp import ClientError, ClientSession, ClientTimeout, hdrs
 
-from proxy.app import build_upstreams, normalize_options
-from proxy.routing import upstream_url
+from proxy.core.routing import upstream_url
 from proxy.settings import Settings, load_settings, resolve_config_path
-from proxy.state import UpstreamConfig
+from proxy.shell.app import build_upstreams, normalize_options
+from proxy.shell.app_state import UpstreamConfig
 from proxy.tools.replay import replay, tool_calls_in
 from proxy.tools.table import format_table
 

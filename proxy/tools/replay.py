@@ -14,10 +14,15 @@ from typing import Any
 
 import orjson
 
-from proxy.ids import new_id_factory
-from proxy.normalize import NormalizeOptions, RequestInfo, StreamNormalizer, normalize_completion
+from proxy.core.protocols.chat.normalize import (
+    NormalizeOptions,
+    RequestInfo,
+    StreamNormalizer,
+    normalize_completion,
+)
+from proxy.core.sse import Event, SSEDecoder
 from proxy.settings import LimitSettings
-from proxy.sse import Event, SSEDecoder
+from proxy.shell.random_ids import new_id_factory
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,8 @@ from typing import Any
 
 import orjson
 
-from proxy.dialects import build_extractor
-from proxy.dialects.base import CallArgs, CallClose, CallOpen, Segment, Text
+from proxy.core.markup import build_extractor
+from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Segment, Text
 
 WEATHER = {
     "type": "function",

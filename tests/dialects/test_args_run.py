@@ -14,8 +14,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from proxy.dialects import build_extractor
-from proxy.dialects.base import CallArgs, Extractor, Segment
+from proxy.core.markup import build_extractor
+from proxy.core.markup.base import CallArgs, Extractor, Segment
 from tests.dialects.examples import SAMPLES
 from tests.dialects.helpers import TOOLS, calls, chars
 from tests.dialects.test_contract import cut

@@ -1,4 +1,4 @@
-"""The contract of proxy/dialects/base.py, checked for every registered dialect with hypothesis.
+"""The contract of proxy/core/markup/base.py, checked for every registered dialect with hypothesis.
 
 * The segments do not depend on how the text is cut (Text merged, argument fragments joined).
 * Text with no call in it comes out byte-identical; markers that lead nowhere are content.
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from proxy.dialects import DIALECTS
-from proxy.dialects.base import CallOpen, Text
+from proxy.core.markup import DIALECTS
+from proxy.core.markup.base import CallOpen, Text
 from tests.dialects.examples import SAMPLES
 from tests.dialects.helpers import calls, run, text
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.dialects.base import Text
+from proxy.core.markup.base import Text
 from tests.dialects.helpers import Call, calls, cuts, run, text
 
 

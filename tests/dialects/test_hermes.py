@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.dialects.base import CallArgs, CallOpen, Text
+from proxy.core.markup.base import CallArgs, CallOpen, Text
 from tests.dialects.helpers import Call, calls, cuts, run, text
 
 CASES = {
@@ -68,7 +68,7 @@ def test_hermes_examples(case, cut):
 
 
 def test_hermes_arguments_stream_before_the_call_ends():
-    from proxy.dialects import build_extractor
+    from proxy.core.markup import build_extractor
     from tests.dialects.helpers import TOOLS
 
     extractor = build_extractor(["hermes"], TOOLS)
@@ -82,7 +82,7 @@ def test_hermes_arguments_stream_before_the_call_ends():
 
 def test_ollama_recording_of_a_leaked_hermes_call_is_held_not_shown():
     # ollama PR #5915: "<tool_call>", "\n", "{\"", "id", "\":" ... the capture stops there.
-    from proxy.dialects import build_extractor
+    from proxy.core.markup import build_extractor
     from tests.dialects.helpers import TOOLS
 
     extractor = build_extractor(["hermes"], TOOLS)

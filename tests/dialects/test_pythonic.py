@@ -5,8 +5,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from proxy.dialects.base import Text
-from proxy.dialects.pythonic import literal_json
+from proxy.core.markup.base import Text
+from proxy.core.markup.pythonic import literal_json
 from tests.dialects.helpers import Call, calls, cuts, run, text
 
 CASES = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.dialects import build_extractor
-from proxy.dialects.base import CallArgs, CallOpen, Text
+from proxy.core.markup import build_extractor
+from proxy.core.markup.base import CallArgs, CallOpen, Text
 from tests.dialects.helpers import TOOLS, Call, calls, cuts, run, text
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.dialects import DIALECTS, build_extractor, check_names
-from proxy.dialects.base import CallOpen, Text
-from proxy.errors import ConfigError
+from proxy.core.errors import ConfigError
+from proxy.core.markup import DIALECTS, build_extractor, check_names
+from proxy.core.markup.base import CallOpen, Text
 from tests.dialects.examples import SAMPLES
 from tests.dialects.helpers import TOOLS, calls, run, tokens
 

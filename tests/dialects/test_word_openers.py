@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.dialects import build_extractor
-from proxy.dialects.base import Text
+from proxy.core.markup import build_extractor
+from proxy.core.markup.base import Text
 from tests.dialects.helpers import TOOLS, Call, calls, cuts, run, text
 
 

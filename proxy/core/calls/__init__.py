@@ -1,0 +1,1 @@
+"""Call identity and the one state table of a tool call."""

@@ -1,0 +1,125 @@
+"""The life of one tool call in the output: its states, its inputs, and every transition.
+
+Rule 1: every state change of a call lives in the tables below; chat/choice.py only
+classifies what arrived into a :class:`CallInput`, looks the pair up here and performs the
+named :class:`Action`. Rule 2: a call's state says what the client has seen of it, never
+what the upstream did; the upstream's shape is dealt with before it becomes an input.
+
+Theory of operation. A call starts NAMELESS: nothing can be sent before its name is known
+(Q14), so what arrives is held. The entry that brings the name decides how the call opens,
+by the argument text known at that moment:
+
+* none: the opening delta goes out with ``arguments: ""``;
+* the beginning of the arguments: an opening delta with ``""``, then a delta of its own with
+  the text (Q13);
+* complete arguments: one delta with the whole call, kept whole (Q16 is legal);
+* exactly ``{}``: maybe a whole call without arguments, maybe a placeholder in front of the
+  real arguments (clients.md case m). In S1 the opening is held (PLACEHOLDER) until the
+  call's next input tells which.
+
+In S2 (coalesced form) a named call is COLLECTING until its arguments form a complete JSON
+value (COMPLETE) or the choice ends (END); then it goes out whole. OPEN means the opening
+is out; later text becomes continuation deltas. END comes when the choice finishes, the
+stream ends, or (for a held placeholder) another call of the same choice moves on.
+
+Each table is total over its form's states and every input (tests/test_toolcall_state.py
+checks that), so a missing entry can only be a bug in this file; :func:`transition` then
+raises :class:`NormalizerError` naming the pair.
+"""
+
+from __future__ import annotations
+
+from enum import Enum, auto
+from typing import Final
+
+from proxy.core.errors import NormalizerError
+
+
+class CallState(Enum):
+    NAMELESS = auto()  #: no usable name yet; everything is held
+    PLACEHOLDER = auto()  #: S1: the opening with arguments "{}" is held
+    COLLECTING = auto()  #: S2: named, held until whole
+    OPEN = auto()  #: the opening delta has been sent
+
+
+class CallInput(Enum):
+    ARGS = auto()  #: an entry without a (new) name; its argument text may be empty
+    NAMED_EMPTY = auto()  #: the entry that brings the name; no argument text so far
+    NAMED_PARTIAL = auto()  #: ... with the beginning of the arguments
+    NAMED_WHOLE = auto()  #: ... with complete arguments
+    NAMED_PLACEHOLDER = auto()  #: ... with arguments that are exactly an empty object
+    COMPLETE = auto()  #: S2: the collected arguments now form a complete JSON value
+    END = auto()  #: the choice finished, the stream ended, or another call moved on
+
+
+class Action(Enum):
+    NOTHING = auto()
+    HOLD = auto()  #: keep the entry's text until the name is known
+    OPEN = auto()  #: send the opening delta with arguments ""
+    OPEN_SPLIT = auto()  #: send the opening delta with "", then the text known so far
+    OPEN_WHOLE = auto()  #: send the whole call in one delta
+    HOLD_OPENING = auto()  #: build the opening with "{}" but keep it back
+    RELEASE_FOR_ARGS = auto()  #: send the held opening (without a placeholder), then the text
+    RELEASE = auto()  #: send the held opening as it is
+    SEND_ARGS = auto()  #: send the text as a continuation delta
+    CLOSE_ARGS = auto()  #: send "{}" if the call never got argument text
+    FALLBACK = auto()  #: the name never came: send what is held (S1)
+    COLLECT = auto()  #: S2: keep the text
+    SEND_WHOLE = auto()  #: S2: send the whole call in one delta
+    FALLBACK_WHOLE = auto()  #: S2: the name never came: send the whole call as held
+
+
+Table = dict[tuple[CallState, CallInput], tuple[CallState, Action]]
+
+_NAMED: Final = (
+    CallInput.NAMED_EMPTY,
+    CallInput.NAMED_PARTIAL,
+    CallInput.NAMED_WHOLE,
+    CallInput.NAMED_PLACEHOLDER,
+)
+_TEXT: Final = (CallInput.ARGS, *_NAMED)  # for a named call a name is no news: only text
+
+NAMELESS, PLACEHOLDER, COLLECTING, OPEN = CallState
+
+# S1, the streamed form (clients.md section 2, rules 6-11).
+S1: Final[Table] = {
+    (NAMELESS, CallInput.ARGS): (NAMELESS, Action.HOLD),
+    (NAMELESS, CallInput.NAMED_EMPTY): (OPEN, Action.OPEN),
+    (NAMELESS, CallInput.NAMED_PARTIAL): (OPEN, Action.OPEN_SPLIT),
+    (NAMELESS, CallInput.NAMED_WHOLE): (OPEN, Action.OPEN_WHOLE),
+    (NAMELESS, CallInput.NAMED_PLACEHOLDER): (PLACEHOLDER, Action.HOLD_OPENING),
+    (NAMELESS, CallInput.COMPLETE): (NAMELESS, Action.NOTHING),
+    (NAMELESS, CallInput.END): (OPEN, Action.FALLBACK),
+    **{(PLACEHOLDER, i): (OPEN, Action.RELEASE_FOR_ARGS) for i in _TEXT},
+    (PLACEHOLDER, CallInput.COMPLETE): (PLACEHOLDER, Action.NOTHING),
+    (PLACEHOLDER, CallInput.END): (OPEN, Action.RELEASE),
+    **{(OPEN, i): (OPEN, Action.SEND_ARGS) for i in _TEXT},
+    (OPEN, CallInput.COMPLETE): (OPEN, Action.NOTHING),
+    (OPEN, CallInput.END): (OPEN, Action.CLOSE_ARGS),
+}
+
+# S2, the coalesced form: each call whole in one delta.
+S2: Final[Table] = {
+    (NAMELESS, CallInput.ARGS): (NAMELESS, Action.HOLD),
+    **{(NAMELESS, i): (COLLECTING, Action.COLLECT) for i in _NAMED},
+    (NAMELESS, CallInput.COMPLETE): (NAMELESS, Action.NOTHING),
+    (NAMELESS, CallInput.END): (OPEN, Action.FALLBACK_WHOLE),
+    **{(COLLECTING, i): (COLLECTING, Action.COLLECT) for i in _TEXT},
+    (COLLECTING, CallInput.COMPLETE): (OPEN, Action.SEND_WHOLE),
+    (COLLECTING, CallInput.END): (OPEN, Action.SEND_WHOLE),
+    **{(OPEN, i): (OPEN, Action.SEND_ARGS) for i in _TEXT},
+    (OPEN, CallInput.COMPLETE): (OPEN, Action.NOTHING),
+    (OPEN, CallInput.END): (OPEN, Action.CLOSE_ARGS),
+}
+
+S1_STATES: Final = (NAMELESS, PLACEHOLDER, OPEN)
+S2_STATES: Final = (NAMELESS, COLLECTING, OPEN)
+
+
+def transition(table: Table, state: CallState, event: CallInput) -> tuple[CallState, Action]:
+    try:
+        return table[state, event]
+    except KeyError:
+        raise NormalizerError(
+            f"no transition for a tool call in state {state.name} on {event.name}"
+        ) from None

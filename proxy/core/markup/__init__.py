@@ -1,0 +1,63 @@
+"""The registry of tool-call markup dialects: the one place that lists them.
+
+``DIALECTS`` maps the name used in the config to the class; ``build_extractor`` makes the
+per-choice parser for a request. Unknown names are a configuration error that lists the known
+ones (``check_names``), raised at start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from proxy.core.errors import ConfigError
+from proxy.core.markup.base import Extractor, Tools
+from proxy.core.markup.block import Dialect
+from proxy.core.markup.deepseek import DeepSeek
+from proxy.core.markup.extractor import MarkupExtractor
+from proxy.core.markup.glm import Glm
+from proxy.core.markup.granite import Granite
+from proxy.core.markup.harmony import Harmony
+from proxy.core.markup.hermes import Hermes
+from proxy.core.markup.kimi_k2 import KimiK2
+from proxy.core.markup.llama3_json import Llama3Json
+from proxy.core.markup.mistral import Mistral
+from proxy.core.markup.pythonic import Pythonic
+from proxy.core.markup.qwen3_coder import Qwen3Coder
+
+# Order matters where dialects share a marker (<tool_call>): the first to recognise the
+# block's content takes it.
+DIALECTS: Final[Mapping[str, type[Dialect]]] = {
+    dialect.name: dialect
+    for dialect in (
+        Hermes,
+        Qwen3Coder,
+        Glm,
+        Mistral,
+        Llama3Json,
+        Pythonic,
+        DeepSeek,
+        KimiK2,
+        Harmony,
+        Granite,
+    )
+}
+
+
+def check_names(names: Sequence[str]) -> tuple[str, ...]:
+    """Validate configured dialect names; "auto" means all of them."""
+    if list(names) == ["auto"]:
+        return tuple(DIALECTS)
+    unknown = [n for n in names if n not in DIALECTS]
+    if unknown:
+        known = ", ".join(sorted(DIALECTS)) or "(none)"
+        raise ConfigError(f"unknown dialect(s) {', '.join(unknown)}; known: {known}, auto")
+    return tuple(names)
+
+
+def build_extractor(names: Sequence[str], tools: Tools) -> Extractor | None:
+    """The content parser for one choice, or None when no dialect applies."""
+    selected = check_names(names)
+    if not selected:
+        return None
+    return MarkupExtractor([DIALECTS[name](tools) for name in selected])

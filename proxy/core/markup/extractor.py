@@ -1,0 +1,170 @@
+"""The content parser of one choice: every enabled dialect at once, over one shared scanner.
+
+Content is forwarded as :class:`Text` until an opening marker of some dialect; only the tail
+that could still become a marker is held back. At a marker the dialect's block parser takes
+over (through a :class:`Fork`, which picks among several dialects that open with the same
+marker and names the one that took the block) until its markup ends, and scanning resumes on
+the text after it. Markup without a marker of its own (a bare JSON object, a Python-style
+list) is looked for only where the content starts, leading whitespace aside, and so are
+openers made of plain words, unless the content started like a stream of their dialect
+(``Dialect.word_starts``): then they are looked for anywhere, as the other openers are.
+
+Feeding the same text cut differently gives the same segments, except that :class:`Text`
+may come in different pieces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from proxy.core.markup.base import CallOpen, Segment, Text
+from proxy.core.markup.block import WHITESPACE, Dialect, Fork, Step
+from proxy.core.markup.scan import MarkerScanner
+
+
+class MarkupExtractor:
+    def __init__(self, dialects: Sequence[Dialect]) -> None:
+        self._dialects = tuple(dialects)
+        self._at_start: dict[str, list[Dialect]] = {}
+        for dialect in dialects:
+            for marker in (*dialect.openers, *dialect.word_openers, *dialect.start_openers):
+                self._at_start.setdefault(marker, []).append(dialect)
+        self._start_scanner = MarkerScanner(self._at_start) if self._at_start else None
+        self._word_starts = tuple(word for d in dialects for word in d.word_starts)
+        self._look_anywhere("")
+        self._text = ""  # scanned text not yet released
+        self._block: Fork | None = None
+        self._marker = ""
+        self._starting = True  # nothing but whitespace released so far
+        self._dialect: str | None = None
+
+    @property
+    def held(self) -> int:
+        """Characters fed but not yet given out in any segment."""
+        return len(self._text) + (self._block.held if self._block else 0)
+
+    @property
+    def dialect(self) -> str | None:
+        """The name of the dialect whose block opened the most recent call (None before the
+        first), for proxy.core.repairs.markup_kind. Read after a ``feed`` that opened calls of two
+        dialects, it names the later one."""
+        return self._dialect
+
+    def feed(self, text: str) -> list[Segment]:
+        return self._run(text, final=False)
+
+    def passes(self, text: str) -> bool:
+        """Whether ``feed(text)`` would give ``text`` straight back as one Text and leave the
+        extractor as it is: between blocks, past the content's start, holding nothing, and no
+        marker or beginning of one in ``text``. Then the caller need not feed it."""
+        return (
+            self._block is None
+            and not self._text
+            and not self._starting
+            and (self._scanner is None or self._scanner.clear(text))
+        )
+
+    def args_run(self, text: str) -> bool:
+        """See :meth:`proxy.core.markup.base.Extractor.args_run`."""
+        return self._block is not None and bool(text) and self._block.args_run(text)
+
+    def close(self) -> list[Segment]:
+        return self._run("", final=True)
+
+    def _run(self, text: str, final: bool) -> list[Segment]:
+        out: list[Segment] = []
+        while True:
+            if self._block is None:
+                self._text += text
+                text = self._scan(out, final)
+                if self._block is None:
+                    return _merged(out)
+            else:
+                step = self._block.feed(text)
+                if final and not step.failed and step.rest is None:
+                    closing = self._block.close()
+                    step = Step(step.segments + closing.segments, closing.rest, closing.failed)
+                if step.failed:
+                    out.append(Text(self._marker))
+                else:
+                    out.extend(step.segments)
+                    if any(isinstance(segment, CallOpen) for segment in step.segments):
+                        self._dialect = self._block.dialect
+                if step.rest is None:
+                    return _merged(out)
+                self._block = None
+                text = step.rest
+
+    def _scan(self, out: list[Segment], final: bool) -> str:
+        """Release text up to the next marker; open its block and return the text after it."""
+        if self._starting:
+            stripped = self._text.lstrip(WHITESPACE)
+            self._release(len(self._text) - len(stripped), out)
+            if not stripped:
+                return ""
+            marker = self._start_marker(stripped, final)
+            if marker is _WAIT:
+                return ""
+            self._starting = False
+            if stripped.startswith(self._word_starts):
+                self._look_anywhere(stripped)
+            if marker is not None:
+                return self._open(marker, self._at_start[marker])
+        if self._scanner is None:
+            end, found = len(self._text), None
+        else:
+            end, found = self._scanner.scan(self._text, final=final)
+        self._release(end, out)
+        if found is None:
+            return ""
+        return self._open(found.marker, self._anywhere[found.marker])
+
+    def _start_marker(self, start: str, final: bool) -> str | None:
+        """The marker the content starts with, None if none, _WAIT while it may grow into one
+        or into one of the words that decide which openers are looked for anywhere."""
+        if not final and (
+            (self._start_scanner is not None and self._start_scanner.could_start(start))
+            or any(len(word) > len(start) and word.startswith(start) for word in self._word_starts)
+        ):
+            return _WAIT
+        if self._start_scanner is None:
+            return None
+        found = self._start_scanner.find(start)
+        return found.marker if found is not None and found.start == 0 else None
+
+    def _look_anywhere(self, start: str) -> None:
+        """Look for every dialect's openers anywhere, and for the word openers of the dialects
+        whose streams begin the way the content did (``start``)."""
+        self._anywhere: dict[str, list[Dialect]] = {}
+        for dialect in self._dialects:
+            words = dialect.word_openers if start.startswith(dialect.word_starts) else ()
+            for marker in (*dialect.openers, *words):
+                self._anywhere.setdefault(marker, []).append(dialect)
+        self._scanner = MarkerScanner(self._anywhere) if self._anywhere else None
+
+    def _open(self, marker: str, dialects: list[Dialect]) -> str:
+        self._block = Fork([(dialect.name, dialect.block(marker)) for dialect in dialects])
+        self._marker = marker
+        rest = self._text[len(marker) :]
+        self._text = ""
+        return rest
+
+    def _release(self, end: int, out: list[Segment]) -> None:
+        if end:
+            out.append(Text(self._text[:end]))
+            self._text = self._text[end:]
+
+
+_WAIT: Final = "\0wait"
+
+
+def _merged(segments: list[Segment]) -> list[Segment]:
+    """Adjacent Text pieces joined: one content delta per feed is enough."""
+    out: list[Segment] = []
+    for segment in segments:
+        if isinstance(segment, Text) and out and isinstance(out[-1], Text):
+            out[-1] = Text(out[-1].text + segment.text)
+        else:
+            out.append(segment)
+    return out

@@ -1,0 +1,64 @@
+"""What the normalizers are told: the configured options and what the request asked for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class NormalizeOptions:
+    coalesce: bool = False  #: output form S2 (each call whole in one delta) instead of S1
+    dialects: tuple[str, ...] = ()  #: markup dialects (proxy.core.markup) for text; () = off
+    extract_from_reasoning: bool = False  #: also look for markup in reasoning text
+    #: cap on what one stream may hold: argument text kept for checking, held calls and text
+    #: a dialect holds (counted in characters, a lower bound of their UTF-8 size)
+    max_held_bytes: int = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """The parts of the client's request that decide how a response may be repaired."""
+
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    tool_choice: object = None
+
+    @classmethod
+    def from_body(cls, body: object) -> RequestInfo:
+        """From the parsed JSON request, whatever its shape; never raises."""
+        if not isinstance(body, dict):
+            return cls()
+        tools = body.get("tools")
+        return cls(
+            tools=[t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else [],
+            tool_choice=body.get("tool_choice"),
+        )
+
+    @property
+    def allows_extraction(self) -> bool:
+        """Markup in text may become tool calls only when the client offered tools (Q32)."""
+        return bool(self.tools) and self.tool_choice != "none"
+
+    @property
+    def fallback_name(self) -> str | None:
+        """The name any call must have: the function ``tool_choice`` names, or the only tool.
+
+        Used only when an upstream never sent a call's name, so the call can still run.
+        """
+        choice = self.tool_choice
+        if isinstance(choice, dict):
+            name = _function_name(choice)
+            if name is not None:
+                return name
+        if len(self.tools) == 1:
+            return _function_name(self.tools[0])
+        return None
+
+
+def _function_name(obj: dict[str, Any]) -> str | None:
+    function = obj.get("function")
+    if isinstance(function, dict):
+        name = function.get("name")
+        if isinstance(name, str) and name:
+            return name
+    return None

@@ -1,0 +1,1 @@
+"""Chat Completions: chunks in, repaired chunks out; ``stream: false`` bodies too."""

@@ -1,0 +1,215 @@
+"""The same repairs for a response that is not streamed (``stream: false``).
+
+``choices[].message.tool_calls`` gets what the streaming normalizer gives each call: an
+array (Q20, and N4's calls found beside the message), a top-level id (Q3) or a synthesized
+one (Q7), ``type: "function"``, a name, arguments as a JSON string (Q19, N2) and ``"{}"`` for
+a call without arguments; ``finish_reason`` is corrected (Q23, Q24). Markup in the text
+becomes calls when extraction is on and the message has none (Q32). The original bytes come
+back when nothing changes or the body is not a chat completion.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
+
+import orjson
+
+from proxy.core import markup as dialects
+from proxy.core.errors import DialectError
+from proxy.core.ids import IdPool
+from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
+from proxy.core.protocols.chat.chunks import JSONObject, dumps, loads
+from proxy.core.protocols.chat.tooldelta import read_entry
+from proxy.core.repairs import Repair, markup_kind
+
+if TYPE_CHECKING:
+    from proxy.core.options import NormalizeOptions, RequestInfo
+
+_FINISH_MAP: Final = {"": "stop", "eos_token": "stop", "end_turn": "stop"}  # Q24
+
+
+def normalize_completion(
+    body: bytes,
+    options: NormalizeOptions,
+    request: RequestInfo,
+    *,
+    new_id: Callable[[], str],
+) -> tuple[bytes, Counter[str]]:
+    """The repaired body and what was repaired; ``body`` itself when nothing changed."""
+    repairs: Counter[str] = Counter()
+    obj = loads(body)
+    if not isinstance(obj, dict) or not isinstance(obj.get("choices"), list):
+        return body, repairs
+    fixer = _Fixer(options, request, IdPool(new_id, _ids(obj["choices"])), repairs)
+    changed = False
+    for choice in obj["choices"]:
+        if isinstance(choice, dict) and fixer.choice(choice):
+            changed = True
+    if not changed:
+        return body, repairs  # what was only seen, such as a dialect that failed
+    try:
+        return dumps(obj), repairs
+    except orjson.JSONEncodeError:  # orjson reads deeper nesting than it writes: fail open
+        return body, Counter()
+
+
+class _Fixer:
+    def __init__(
+        self,
+        options: NormalizeOptions,
+        request: RequestInfo,
+        ids: IdPool,
+        repairs: Counter[str],
+    ) -> None:
+        self._options = options
+        self._request = request
+        self._ids = ids
+        self._repairs = repairs
+
+    def choice(self, choice: JSONObject) -> bool:
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            return False
+        changed = False
+        if message.get("tool_calls") is None and choice.get("tool_calls") is not None:
+            message["tool_calls"] = choice.pop("tool_calls")  # N4
+            self._record(Repair.TOOL_CALLS_BESIDE_MESSAGE)
+            changed = True
+        calls = message.get("tool_calls")
+        if isinstance(calls, dict):
+            calls = message["tool_calls"] = [calls]
+            self._record(Repair.TOOL_CALLS_NOT_AN_ARRAY)
+            changed = True
+        if isinstance(calls, list) and calls:
+            fixed = [self._call(call) for call in calls]
+            if all(call is not None for call in fixed) and fixed != calls:
+                message["tool_calls"] = fixed
+                changed = True
+        elif self._extraction_on():
+            changed = self._extract(message) or changed
+        return self._finish(choice, message) or changed
+
+    def _call(self, call: object) -> JSONObject | None:
+        """One call in canonical shape; None when its shape is not understood."""
+        entry = read_entry(call)
+        if entry is None or not isinstance(call, dict):
+            return None
+        for repair in entry.repairs:
+            if repair is not Repair.INDEX_MISSING:  # a message's calls need no index
+                self._record(repair)
+        out: JSONObject = {}
+        if entry.key is not None:
+            out["index"] = entry.key
+        if entry.id is None:
+            self._record(Repair.ID_MISSING)
+        out["id"] = entry.id if entry.id is not None else self._ids.fresh()
+        if not entry.type_ok:
+            self._record(Repair.TYPE_MISSING)
+        out["type"] = "function"
+        function: JSONObject = {}
+        name = entry.name
+        if name is None:
+            self._record(Repair.NAME_MISSING)
+            name = self._request.fallback_name
+        if name is not None:
+            function["name"] = name
+        if not entry.args:
+            self._record(Repair.EMPTY_ARGUMENTS)
+        function["arguments"] = entry.args or "{}"
+        function.update(entry.fn_extras)
+        out["function"] = function
+        out.update(entry.extras)
+        return out
+
+    def _finish(self, choice: JSONObject, message: JSONObject) -> bool:
+        finish = choice.get("finish_reason")
+        new = finish
+        if isinstance(finish, str) and finish in _FINISH_MAP:
+            self._record(Repair.FINISH_NONSTANDARD)
+            new = _FINISH_MAP[finish]
+        if new == "stop" and isinstance(message.get("tool_calls"), list) and message["tool_calls"]:
+            self._record(Repair.FINISH_STOP_WITH_CALLS)
+            new = "tool_calls"
+        if new == finish:
+            return False
+        choice["finish_reason"] = new
+        return True
+
+    # -- markup in text (Q32) ----------------------------------------------------------------
+
+    def _extraction_on(self) -> bool:
+        return bool(self._options.dialects) and self._request.allows_extraction
+
+    def _extract(self, message: JSONObject) -> bool:
+        keys = ["content"]
+        if self._options.extract_from_reasoning:
+            keys += ["reasoning_content", "reasoning"]
+        calls: list[JSONObject] = []
+        texts: dict[str, str] = {}
+        for key in keys:
+            text = message.get(key)
+            if not isinstance(text, str) or not text:
+                continue
+            extractor = dialects.build_extractor(self._options.dialects, self._request.tools)
+            if extractor is None:
+                continue
+            try:
+                segments = extractor.feed(text) + extractor.close()
+            except DialectError:
+                self._record(Repair.DIALECT_ERROR)
+                continue
+            found = self._calls_from(segments, extractor)
+            if found:
+                calls += found
+                texts[key] = "".join(s.text for s in segments if isinstance(s, Text))
+        if not calls:
+            return False
+        for key, text in texts.items():
+            message[key] = text if text.strip() or key != "content" else None
+        message["tool_calls"] = calls
+        return True
+
+    def _calls_from(self, segments: list[Segment], extractor: Extractor) -> list[JSONObject]:
+        calls: list[JSONObject] = []
+        args: list[str] = []
+        for seg in segments:
+            match seg:
+                case CallOpen(name=name, id=ident):
+                    self._repairs[markup_kind(extractor, self._options.dialects)] += 1
+                    args = []
+                    calls.append(
+                        {
+                            "id": ident if ident else self._ids.fresh(),
+                            "type": "function",
+                            "function": {"name": name, "arguments": ""},
+                        }
+                    )
+                case CallArgs(text=text):
+                    args.append(text)
+                case CallClose(error=error):
+                    if error is not None:
+                        self._record(Repair.MARKUP_BROKEN)
+                    if calls:
+                        calls[-1]["function"]["arguments"] = "".join(args) or "{}"
+                    args = []
+        if calls and args:  # a call the extractor never closed
+            calls[-1]["function"]["arguments"] = "".join(args)
+        return calls
+
+    def _record(self, repair: Repair) -> None:
+        self._repairs[repair] += 1
+
+
+def _ids(choices: list[object]) -> set[str]:
+    """The ids already in the response, which a synthesized id must not repeat."""
+    ids: set[str] = set()
+    for choice in choices:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        if isinstance(calls, list):
+            ids.update(
+                c["id"] for c in calls if isinstance(c, dict) and isinstance(c.get("id"), str)
+            )
+    return ids

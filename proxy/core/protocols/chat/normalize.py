@@ -1,0 +1,511 @@
+"""The streaming tool-call normalizer: SSE events of a chat completion in, client bytes out.
+
+The aiohttp shell feeds every item of proxy.core.sse's decoder to :meth:`StreamNormalizer.feed`
+and writes what comes back, in order; at the end it calls :meth:`StreamNormalizer.close`.
+Nothing here does I/O, keeps a clock or draws random numbers (ids come from ``new_id``).
+
+Rules kept at this level (the per-choice work is in chat/choice.py):
+
+* An event that cannot carry tool calls, a finish reason to correct, text to extract or an
+  envelope to repair goes out as its original bytes, found by byte checks before any parsing.
+  So does every event whose chunk comes out equal after the repairs: a stream without tool
+  calls, and a stream already canonical, come out byte for byte identical.
+* A chunk whose bytes repeat those of the latest chunk that went out as it came (a text or
+  argument delta that needed nothing) around a new string is that chunk with another text:
+  it is judged by the text alone, without parsing (chat/chunkshape.py). Likewise a chunk
+  repeating one whose markup arguments became a tool-call delta becomes that delta around
+  the new text. A read of several such events is judged all at once (``feed_read``, driven
+  by chat/rewriter.py), but for markup arguments, which are judged one event at a time.
+* The envelope of every chunk with ``choices`` is repaired first (``object``, a missing
+  ``delta``); the repaired chunk then stands for the upstream's, its bytes included.
+* What is not understood (non-JSON data, unknown shapes, comments, RawBytes) goes out raw.
+* A rewritten chunk keeps the upstream's envelope (id, object, created, model,
+  system_fingerprint, unknown fields) and changes only what the repair needs. When one chunk
+  becomes several, its usage goes only on the last (clients may add usages up) and its
+  logprobs only on the first.
+* Output keeps the upstream's order. A chunk is held only while what it needs is missing (a
+  call's name, Q14; whether ``"{}"`` is a placeholder, until the call's next event; in S2,
+  the rest of a call), and whatever comes after it waits behind it, so nothing overtakes.
+* ``[DONE]`` and a clean end send what is held and the finish chunk the upstream never sent
+  (Q25); a clean end without ``[DONE]`` gets one (Q27). An end that is not clean sends what
+  is held and nothing else: the shell then aborts the client's connection.
+* Past ``max_held_bytes`` the stream gives up rewriting: what is held goes out and the rest
+  is forwarded raw (``cap-reached``).
+
+``feed`` and ``close`` raise nothing but :class:`proxy.core.errors.NormalizerError`, and that only
+for a bug (a transition missing from proxy/core/calls/state.py).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Final, cast
+
+from proxy.core.ids import IdPool
+from proxy.core.options import NormalizeOptions, RequestInfo
+from proxy.core.protocols.chat.choice import ChoiceNormalizer
+from proxy.core.protocols.chat.chunks import (
+    INVALID,
+    JSONObject,
+    dumps,
+    envelope_unsure,
+    envelopes_sure,
+    interest_pattern,
+    loads,
+    writable,
+)
+from proxy.core.protocols.chat.chunkshape import ChunkShape
+from proxy.core.protocols.chat.completion import normalize_completion
+from proxy.core.protocols.chat.pieces import Call, Piece, Sink, Slot, Source, StreamContext
+from proxy.core.protocols.chat.tooldelta import ToolDelta, read_tool_calls
+from proxy.core.repairs import Repair
+from proxy.core.sse import DONE, Event, RawBytes, encode_event
+
+__all__ = [
+    "NormalizeOptions",
+    "RequestInfo",
+    "StreamNormalizer",
+    "normalize_completion",
+]
+
+_REASONING_KEYS: Final = ("reasoning_content", "reasoning")
+
+
+class StreamNormalizer:
+    """One streamed response. ``repairs`` counts what was changed, by kind (proxy.core.repairs);
+    ``dropped_arguments`` lists argument text removed on purpose (a re-sent copy, Q17, or a
+    ``{}`` placeholder), so no byte leaves without a trace."""
+
+    def __init__(
+        self, options: NormalizeOptions, request: RequestInfo, *, new_id: Callable[[], str]
+    ) -> None:
+        self.options = options
+        extract: tuple[str, ...] = ()
+        if options.dialects and request.allows_extraction:
+            extract = ("content", *(_REASONING_KEYS if options.extract_from_reasoning else ()))
+        self._ctx = StreamContext(
+            coalesce=options.coalesce,
+            extract=extract,
+            dialect_names=options.dialects,
+            tools=request.tools,
+            fallback_name=request.fallback_name,
+            ids=IdPool(new_id),
+        )
+        self.repairs: Counter[str] = self._ctx.repairs
+        self.dropped_arguments: list[str] = self._ctx.dropped
+        self._interesting = interest_pattern(extract)
+        self._choices: dict[int, ChoiceNormalizer] = {}
+        self._queue: deque[bytes | Slot] = deque()  # output behind a held call
+        self._queued = 0  # bytes in the queue, counted toward max_held_bytes
+        self._raw = False  # gave up rewriting: everything goes out as it came
+        self._blind = False  # the decoder stopped parsing (an oversize event)
+        self._tail = False  # the stream ended inside an event
+        self._done = False
+        self._data_seen = False
+        self._error_seen = False
+        self._closed = False
+        self._repeat: _Repeat | None = None  # the latest chunk that took a hot path
+        self._markup: _MarkupRepeat | None = None  # the latest that took the markup one
+
+    def feed(self, item: Event | RawBytes) -> list[bytes]:
+        """The bytes to write to the client for one decoded item, in order."""
+        out = self._feed(item)
+        if self._over_cap():
+            out += self._give_up()
+        return out
+
+    def feed_read(self, data: bytes, events: int) -> list[bytes] | None:
+        """The bytes to write for a read of ``events`` whole one-line data events (``data``,
+        counted by :meth:`proxy.core.sse.SSEDecoder.plain_events`) when they can be judged without
+        decoding the read; None when its events must be fed one by one.
+
+        The judgement is ``feed``'s per event, made over the whole read: byte checks each true
+        of the whole only if true of every event, or chunks repeating the shape of one that
+        took a hot path (one event at a time for markup arguments, whose extractor moves on
+        with each). The caller does not feed the read after this."""
+        if self._queue or b"[DONE]" in data:
+            return None
+        # the markup path is asked first: its chunks would fail the others' checks anyway
+        if self._raw:
+            out = [data]
+        elif (
+            events == 1
+            and self._markup is not None
+            and (sent := self._markup.take(data[6:-2])) is not None
+        ):
+            out = [sent]
+        elif (self._repeat is not None and self._repeat.take_read(data, events)) or (
+            self._interesting.search(data) is None and envelopes_sure(data, events)
+        ):
+            out = [data]
+        else:
+            return None
+        self._data_seen = True
+        if self._over_cap():
+            out += self._give_up()
+        return out
+
+    def _over_cap(self) -> bool:
+        """What is held outgrew max_held_bytes (while rewriting)."""
+        return not self._raw and self._ctx.held + self._queued > self.options.max_held_bytes
+
+    def _feed(self, item: Event | RawBytes) -> list[bytes]:
+        if isinstance(item, RawBytes):
+            return self._raw_bytes(item)
+        data = item.data
+        if data is None:
+            if item.fields and not self._raw:
+                return self._send(self._error_field(item))
+            return self._send([item.raw])
+        if data[:6] == b"[DONE]" and not data[6:].strip():
+            return self._done_event(item)
+        self._data_seen = True
+        if self._raw:
+            return self._send([item.raw])
+        if item.event is None:  # the chunk shapes of the hot paths are those of plain events
+            if self._markup is not None and (sent := self._markup.take(data)) is not None:
+                return self._send([sent])
+            if self._repeat is not None and self._repeat.take(data):
+                return self._send([item.raw])
+        if self._interesting.search(data) is None and not envelope_unsure(data):
+            return self._send([item.raw])
+        return self._chunk(item, data)
+
+    def close(self, *, complete: bool) -> list[bytes]:
+        """The bytes that end the stream. ``complete``: the upstream's response ended cleanly."""
+        if self._closed:
+            return []
+        self._closed = True
+        # after a tail cut inside an event, any byte added would join that event
+        out = [] if self._raw or self._tail else self._end(complete=complete)
+        if complete and not self._done and self._data_seen and not (self._blind or self._tail):
+            self.repairs[Repair.MISSING_DONE] += 1
+            out.append(DONE)
+        return out
+
+    # -- events ------------------------------------------------------------------------------
+
+    def _chunk(self, event: Event, data: bytes) -> list[bytes]:
+        obj = loads(data)
+        if not isinstance(obj, dict) or not writable(obj, data):
+            return self._send([event.raw])
+        if "error" in obj:
+            self._error_seen = True
+        choices = obj.get("choices")
+        if not isinstance(choices, list):
+            return self._send([event.raw])
+        if self._repair_envelope(obj, choices):
+            # from here on the repaired chunk stands for the upstream's
+            data = dumps(obj)
+            event = replace(event, raw=encode_event(data, event=event.event), data=data)
+        if not choices:
+            return self._send([event.raw])
+        source = Source(event, obj)
+        only = choices[0] if len(choices) == 1 else None
+        if isinstance(only, dict):
+            index = only.get("index", 0)
+            known = self._choices.get(index) if type(index) is int else None
+            if known is not None and known.take_plain_text(only, source):
+                self._repeat = _Repeat.of(event, data, known, b"content", only["delta"]["content"])
+                return self._send([event.raw])
+            if known is not None and known.take_canonical_fragment(only, source):
+                [entry] = only["delta"]["tool_calls"]
+                text = entry["function"]["arguments"]
+                self._repeat = _Repeat.of(event, data, known, b"arguments", text, entry["index"])
+                return self._send([event.raw])
+            if known is not None and (markup := known.take_markup_args(only, source)) is not None:
+                out = self._render_own(source, choices, [markup])
+                self._markup = _MarkupRepeat.of(event, data, only["delta"]["content"], out, known)
+                return self._send(out)
+        reads = _read_choices(choices)
+        if reads is None:
+            return self._send([event.raw])
+        own: list[list[Piece]] = []
+        slots: list[Slot] = []
+        for position, (choice, tool) in enumerate(zip(choices, reads, strict=True)):
+            sink = Sink(source)
+            own.append(self._choice(choice, position, source).process(choice, tool, sink))
+            slots += sink.new_slots()
+        return self._send(self._render_own(source, choices, own), slots)
+
+    def _repair_envelope(self, chunk: JSONObject, choices: list[object]) -> bool:
+        """Name the chunk a ``chat.completion.chunk`` (openai-python's stream helper drops any
+        other) and give a choice without ``delta`` an empty one (Q29). Whether it changed; a
+        choice that is not an object leaves the chunk as it came (it is not understood).
+
+        A chunk without choices that names another object keeps it: Azure's
+        prompt_filter_results chunk (``"object": ""``) is forwarded as quirks.md section 6
+        asks, and the helper's filter on ``object`` exists precisely to skip it."""
+        if not all(isinstance(choice, dict) for choice in choices):
+            return False
+        changed = False
+        named = chunk.get("object")
+        if named != "chat.completion.chunk" and (named is None or choices):
+            chunk["object"] = "chat.completion.chunk"
+            self.repairs[Repair.OBJECT_MISSING] += 1
+            changed = True
+        for choice in cast("list[JSONObject]", choices):
+            if "delta" not in choice:
+                choice["delta"] = {}
+                self.repairs[Repair.DELTA_MISSING] += 1
+                changed = True
+        return changed
+
+    def _send(self, out: list[bytes], slots: list[Slot] | None = None) -> list[bytes]:
+        """Output in the upstream's order: whatever comes after a held call waits behind it."""
+        if not self._queue and not slots:
+            return out
+        self._queue.extend(out)
+        self._queued += sum(map(len, out))
+        if slots:
+            self._queue.extend(slots)
+        sent: list[bytes] = []
+        queue = self._queue
+        while queue:
+            head = queue[0]
+            if isinstance(head, Slot):
+                if not head.done:
+                    break
+                sent += [self._render_released(piece) for piece in head.pieces]
+            else:
+                sent.append(head)
+                self._queued -= len(head)
+            queue.popleft()
+        return sent
+
+    def _choice(self, choice: JSONObject, position: int, source: Source) -> ChoiceNormalizer:
+        index = choice.get("index")
+        key = index if isinstance(index, int) and not isinstance(index, bool) else position
+        normalizer = self._choices.get(key)
+        if normalizer is None:
+            normalizer = self._choices[key] = ChoiceNormalizer(self._ctx, source, choice)
+        return normalizer
+
+    def _done_event(self, event: Event) -> list[bytes]:
+        out = [] if self._raw else self._end(complete=True)
+        self._done = True
+        return out + self._send([event.raw])
+
+    def _error_field(self, event: Event) -> list[bytes]:
+        """Q30: llama.cpp reports errors in an ``error:`` field, which SSE clients ignore."""
+        values = [value for name, value in event.fields if name == "error"]
+        if not values:
+            return [event.raw]
+        text = "\n".join(values)
+        payload = loads(text)
+        if payload is INVALID:
+            payload = {"message": text}
+        self.repairs[Repair.ERROR_FIELD] += 1
+        self._error_seen = True
+        return [encode_event(dumps({"error": payload}), event=event.event)]
+
+    def _raw_bytes(self, item: RawBytes) -> list[bytes]:
+        out = [] if self._raw else self._end(complete=False)
+        if item.reason == "oversize":
+            if not self._raw:
+                self.repairs[Repair.CAP_REACHED] += 1
+            self._raw = self._blind = True
+        else:
+            self._tail = True
+        out.append(item.raw)
+        return out
+
+    def _give_up(self) -> list[bytes]:
+        self.repairs[Repair.CAP_REACHED] += 1
+        out = self._end(complete=False)
+        self._raw = True
+        return out
+
+    def _end(self, *, complete: bool) -> list[bytes]:
+        """Send everything held in every choice; with ``complete``, the missing finishes."""
+        late: list[Piece] = []
+        synthesize = complete and not self._error_seen
+        for key in sorted(self._choices):
+            sink = Sink(None)
+            self._choices[key].end_stream(sink, complete=complete, synthesize=synthesize)
+            late += sink.late
+        return self._send([self._render_released(piece) for piece in late])
+
+    # -- output ------------------------------------------------------------------------------
+
+    def _render_own(
+        self, source: Source, choices: list[JSONObject], own: list[list[Piece]]
+    ) -> list[bytes]:
+        """The chunks a chunk sends itself: piece k of every choice in chunk k."""
+        count = max(map(len, own))
+        chunk = source.chunk
+        if count == 0:
+            if chunk.get("usage") is None:
+                source.silent = True
+                return []
+            # everything was held, but the usage must still reach the client
+            rest = [
+                _choice_out(c, {} if isinstance(c.get("delta"), dict) else None) for c in choices
+            ]
+            return [self._encode(_chunk_out(chunk, rest, usage=True), source.event)]
+        # plain loops: on every chunk of a call streamed out of markup, comprehensions cost
+        out: list[bytes] = []
+        for k in range(count):
+            row: list[JSONObject] = []
+            for pieces in own:
+                if len(pieces) > k:
+                    piece = pieces[k]
+                    row.append(_choice_out(piece.choice, piece.delta, piece.finish, first=k == 0))
+            rendered = _chunk_out(chunk, row, usage=k == count - 1)
+            if count == 1 and rendered == chunk:
+                return [source.event.raw]
+            out.append(self._encode(rendered, source.event))
+        return out
+
+    def _render_released(self, piece: Piece) -> bytes:
+        """A piece sent after its chunk: in that chunk's envelope, as its bytes if unchanged."""
+        source = piece.source
+        chunk = _chunk_out(
+            source.chunk,
+            [_choice_out(piece.choice, piece.delta, piece.finish, first=source.silent)],
+            usage=False,
+        )
+        if source.silent and chunk == source.chunk:
+            return source.event.raw
+        return self._encode(chunk, source.event)
+
+    @staticmethod
+    def _encode(chunk: JSONObject, event: Event) -> bytes:
+        return encode_event(dumps(chunk), event=event.event)
+
+
+@dataclass(frozen=True, slots=True)
+class _Repeat:
+    """A chunk that took one of the choice's hot paths, as the shape later chunks repeat: a
+    chunk of the same shape is the same chunk with another text, so only the hot path's
+    checks on the text remain (and the chunk need not be parsed)."""
+
+    shape: ChunkShape
+    choice: ChoiceNormalizer
+    key: int | None  # the call's index for an argument fragment; None for content text
+
+    @classmethod
+    def of(
+        cls,
+        event: Event,
+        data: bytes,
+        choice: ChoiceNormalizer,
+        field: bytes,
+        text: str,
+        key: int | None = None,
+    ) -> _Repeat | None:
+        shape = ChunkShape.around(data, field, text) if event.event is None else None
+        return None if shape is None else cls(shape, choice, key)
+
+    def take(self, data: bytes) -> bool:
+        """Whether ``data`` repeats the shape with a text that takes the hot path (which then
+        does its bookkeeping)."""
+        text = self.shape.text(data)
+        if text is None:
+            return False
+        if self.key is None:
+            return self.choice.text_passes(text)
+        return self.choice.fragment_passes(self.key, text)
+
+    def take_read(self, read: bytes, events: int) -> bool:
+        """``take`` for every event of a read of whole one-line data events, all or none."""
+        if events == 1:
+            return self.take(read[6:-2])
+        texts: list[str] = []
+        for event in read[:-2].split(b"\n\n"):
+            text = self.shape.text(event[6:])
+            if text is None:
+                return False
+            texts.append(text)
+        if self.key is None:
+            return all(map(self.choice.text_passes, texts))
+        kept: list[tuple[Call, str]] = []
+        for text in texts:
+            call = self.choice.fragment_call(self.key, text)
+            if call is None:
+                return False
+            kept.append((call, text))
+        for call, text in kept:
+            self.choice.keep_fragment(call, text)
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class _MarkupRepeat:
+    """A chunk that took the markup-arguments hot path, as the shape later chunks repeat and
+    the shape of the chunk sent for it: a chunk of the same shape around another content text
+    that the hot path takes is sent as that chunk around the text, without parsing either
+    (``_Repeat`` does the same for chunks that go out as they came)."""
+
+    shape: ChunkShape
+    sent: ChunkShape  # of the encoded event, "data: " and the blank line included
+    choice: ChoiceNormalizer
+    call: Call  # the sent chunk carries its index
+
+    @classmethod
+    def of(
+        cls, event: Event, data: bytes, text: str, out: list[bytes], choice: ChoiceNormalizer
+    ) -> _MarkupRepeat | None:
+        call = choice.markup_call
+        if event.event is not None or len(out) != 1 or call is None:
+            return None
+        shape = ChunkShape.around(data, b"content", text)
+        sent = ChunkShape.around(out[0], b"arguments", text)
+        return None if shape is None or sent is None else cls(shape, sent, choice, call)
+
+    def take(self, data: bytes) -> bytes | None:
+        """The event to send for ``data`` when it repeats the shape with a text the hot path
+        takes for the same call (which then does its bookkeeping); else None."""
+        text = self.shape.text(data)
+        if text is None or not self.choice.keep_markup_args(self.call, text):
+            return None
+        return self.sent.with_text(text)
+
+
+def _read_choices(
+    choices: list[object],
+) -> list[tuple[list[ToolDelta], list[Repair]] | None] | None:
+    """Each choice's tool-call entries, read before any state changes; None if any shape is
+    not understood, so that the chunk then goes out raw and leaves no trace."""
+    reads: list[tuple[list[ToolDelta], list[Repair]] | None] = []
+    for choice in choices:
+        if not isinstance(choice, dict):
+            return None
+        delta = choice.get("delta")
+        if not isinstance(delta, dict) or "tool_calls" not in delta:
+            reads.append(None)
+            continue
+        value = delta["tool_calls"]
+        if value is None or value == []:
+            reads.append(([], [Repair.TOOL_CALLS_EMPTY]))  # Q21
+            continue
+        read = read_tool_calls(value)
+        if read is None:
+            return None
+        reads.append(read)
+    return reads
+
+
+def _choice_out(
+    choice: JSONObject, delta: JSONObject | None, finish: object = None, *, first: bool = True
+) -> JSONObject:
+    # a key set again keeps its place; a new one goes last, the delta before the finish
+    out = dict(choice)
+    if delta is not None:
+        out["delta"] = delta
+    if finish is not None or "finish_reason" in out:
+        out["finish_reason"] = finish
+    if not first and "logprobs" in out:
+        out["logprobs"] = None
+    return out
+
+
+def _chunk_out(chunk: JSONObject, choices: list[JSONObject], *, usage: bool) -> JSONObject:
+    out = dict(chunk)
+    if "choices" in out:
+        out["choices"] = choices
+    if not usage and out.get("usage") is not None:
+        del out["usage"]
+    return out

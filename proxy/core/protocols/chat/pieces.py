@@ -1,0 +1,120 @@
+"""What the normalizer builds and keeps while it works through a stream.
+
+A :class:`Piece` is one output delta of one choice, tied to the upstream chunk (:class:`Source`)
+whose envelope it goes out in. A :class:`Call` is the record of one tool call as the client
+sees it. A held call owns a :class:`Slot`: its place in the output, which later output waits
+behind. A :class:`Sink` collects what one choice of one chunk produces.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Final
+
+from proxy.core.calls.state import CallState
+from proxy.core.ids import IdPool
+from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.sse import Event
+
+
+@dataclass(eq=False, slots=True)
+class Source:
+    """One upstream chunk, as the envelope of whatever is sent from it."""
+
+    event: Event
+    chunk: JSONObject
+    silent: bool = False  #: the chunk sent nothing of its own (everything in it was held)
+
+
+@dataclass(eq=False, slots=True)
+class Piece:
+    """One output delta of one choice, with the upstream chunk and choice it goes out as."""
+
+    source: Source
+    choice: JSONObject
+    delta: JSONObject | None  #: None keeps the upstream choice's delta as it was
+    finish: object = None
+
+
+@dataclass(slots=True)
+class StreamContext:
+    """What the choices of one stream share."""
+
+    coalesce: bool
+    extract: tuple[str, ...]  #: text fields to run markup extraction on; () = off
+    dialect_names: tuple[str, ...]
+    tools: list[JSONObject]
+    fallback_name: str | None  #: the name a nameless call must have, from the request
+    ids: IdPool
+    repairs: Counter[str] = field(default_factory=Counter)
+    dropped: list[str] = field(default_factory=list)
+    held: int = 0  #: characters held or kept for checking, across the stream
+
+
+@dataclass(eq=False, slots=True)
+class Call:
+    origin: Source  #: the chunk the call first appeared in
+    origin_choice: JSONObject
+    key: int | str | None
+    upstream_id: str | None
+    from_markup: bool = False
+    name: str | None = None
+    state: CallState = CallState.NAMELESS
+    id: str | None = None  #: the id the client sees, set when the opening is built
+    index: int | None = None  #: the index the client sees, set when the opening is built
+    args: list[str] = field(default_factory=list)  #: argument text kept (held or for Q17)
+    args_len: int = 0  #: all argument text accepted, including text no longer kept
+    waited: bool = False  #: entries were held before the name came (Q14)
+    placeholder: Piece | None = None  #: S1: the opening held back with "{}"
+    placeholder_args: bool = False  #: S2: the collected text is only a "{}" placeholder
+    whole: bool = False  #: S2: the collected text is complete (or the markup closed the call)
+    has_type: bool = False
+    had_args_key: bool = False
+    extras: JSONObject = field(default_factory=dict)
+    fn_extras: JSONObject = field(default_factory=dict)
+    slot: Slot | None = None  #: where the call's held output goes, once its chunk is done
+    head: JSONObject | None = None  #: the other delta fields of a chunk that held the call
+
+    def text(self) -> str:
+        return "".join(self.args)
+
+
+@dataclass(eq=False, slots=True)
+class Slot:
+    """The place in the output of a call held back: later output waits behind it."""
+
+    pieces: list[Piece] = field(default_factory=list)
+    done: bool = False
+
+
+HELD: Final = (CallState.NAMELESS, CallState.PLACEHOLDER, CallState.COLLECTING)
+
+
+class Sink:
+    """Where pieces go while one choice of one chunk (or the end of the stream) is handled."""
+
+    __slots__ = ("holding", "late", "own", "source")
+
+    def __init__(self, source: Source | None) -> None:
+        self.source = source
+        self.own: list[Piece] = []  # this chunk's own pieces
+        self.late: list[Piece] = []  # pieces of no chunk (the end of the stream)
+        self.holding: list[Call] = []  # calls that began to be held in this chunk
+
+    def put(self, piece: Piece, call: Call | None = None) -> None:
+        if piece.source is self.source:
+            self.own.append(piece)
+        elif call is not None and call.slot is not None:
+            call.slot.pieces.append(piece)  # what a call held goes out where it was held
+        else:
+            self.late.append(piece)
+
+    def new_slots(self) -> list[Slot]:
+        """Slots for the calls this chunk left held, in the order they began."""
+        slots = []
+        for call in self.holding:
+            if call.state in HELD and call.slot is None:
+                call.slot = Slot()
+                slots.append(call.slot)
+        return slots

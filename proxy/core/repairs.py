@@ -1,0 +1,86 @@
+"""The registry of repair kinds: every change the normalizer can make, and what it detects.
+
+The names are the short names of research/quirks.md (its Q numbers are in the comments), so a
+metric labelled ``kind="name-repeated"`` leads straight to the evidence. Kinds without a Q
+number come from the canonical form of research/clients.md section 2 or from failing open.
+The metrics code enumerates :class:`Repair`; the normalizers count ``Repair`` values (plain
+strings) in a ``Counter[str]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Final
+
+from proxy.core.markup.base import Extractor
+
+
+class Repair(StrEnum):
+    # Tool-call entries (quirks.md section 3)
+    NAME_REPEATED = "name-repeated"  # Q1
+    NAME_BOGUS = "name-empty-or-bogus-on-continuation"  # Q2
+    ID_INSIDE_FUNCTION = "id-inside-function"  # Q3
+    TYPE_MISSING = "type-missing"  # Q3 (also a type other than "function")
+    ID_REPEATED = "id-repeated"  # Q4
+    TYPE_REPEATED = "type-repeated"  # Q5
+    EXPLICIT_NULL_FIELDS = "explicit-null-fields"  # Q6
+    ID_MISSING = "id-missing"  # Q7: an id was synthesized
+    ID_NOT_A_STRING = "id-not-a-string"  # N2: TGI's integer id
+    INDEX_MISSING = "index-missing"  # Q8
+    INDEX_NOT_INT = "index-not-int"  # Q9
+    INDEX_REUSED = "index-reused"  # Q10: a new call under an index already in use
+    INDEX_OFFSET = "index-offset"  # Q11: renumbered densely from 0
+    SAME_INDEX_TWICE = "same-index-twice-in-one-delta"  # Q12
+    ARGS_IN_FIRST_DELTA = "args-in-first-delta"  # Q13: partial arguments moved out
+    NAME_AFTER_ARGS = "name-after-args"  # Q14: held until the name came
+    FIRST_DELTA_WITHOUT_ARGUMENTS = "first-delta-without-arguments"  # Q15
+    ARGS_DUPLICATED_AT_END = "args-duplicated-at-end"  # Q17
+    ARGS_NOT_JSON = "args-not-json"  # Q18: detected only, a call ended with invalid JSON
+    ARGUMENTS_NOT_A_STRING = "arguments-not-a-string"  # Q19
+    TOOL_CALLS_NOT_AN_ARRAY = "tool_calls-not-an-array"  # Q20
+    TOOL_CALLS_EMPTY = "tool_calls-empty"  # Q21: `[]` or null dropped
+    PARAMETERS_NOT_ARGUMENTS = "parameters-instead-of-arguments"  # N2 (TGI 1.4)
+    TOOL_CALLS_BESIDE_MESSAGE = "tool_calls-beside-message"  # N4 (text-generation-webui)
+
+    # The chunk's envelope (clients.md section 2 rule 2)
+    OBJECT_MISSING = "object-missing"  # `object` absent or not "chat.completion.chunk"
+    DELTA_MISSING = "delta-missing"  # Q29: a choice without `delta` gets `{}`
+
+    # Termination
+    FINISH_STOP_WITH_CALLS = "finish-reason-stop"  # Q23
+    FINISH_NONSTANDARD = "finish-reason-nonstandard"  # Q24
+    NO_FINISH_CHUNK = "no-finish-chunk"  # Q25
+    FINISH_ON_TOOL_CALL_CHUNK = "finish-on-tool-call-chunk"  # Q26
+    MISSING_DONE = "missing-done"  # Q27
+    ERROR_FIELD = "error-field"  # Q30: llama.cpp's `error:` SSE line
+
+    # The canonical form (clients.md section 2 and section 3 case m)
+    CONTENT_BESIDE_TOOL_CALLS = "content-beside-tool-calls"  # rule 5
+    SEVERAL_CALLS_IN_ONE_DELTA = "several-calls-in-one-delta"  # rule 7
+    ARGS_PLACEHOLDER = "args-placeholder"  # case m: `"{}"` in front of the real arguments
+    EMPTY_ARGUMENTS = "empty-arguments"  # rule 10: a call without argument text gets "{}"
+    NAME_MISSING = "name-missing"  # a call ended without a name (taken from the request if it can)
+
+    # Markup in content (Q32) and failing open
+    # a call extracted from text; recorded as "markup-in-content:<dialect>" (markup_kind)
+    MARKUP_IN_CONTENT = "markup-in-content"
+    MARKUP_BROKEN = "markup-broken"  # an extracted call whose markup broke or ended early
+    DIALECT_ERROR = "dialect-error"  # a dialect raised; extraction stopped for the stream
+    CAP_REACHED = "cap-reached"  # max_held_bytes reached: the rest of the stream went raw
+
+
+# Kinds that report what was seen without changing a byte (quirks.md's DETECT).
+DETECTED_ONLY: Final = frozenset({Repair.ARGS_NOT_JSON})
+
+
+def markup_kind(extractor: Extractor | None, configured: Sequence[str]) -> str:
+    """``markup-in-content:<dialect>``: the operations metrics count extracted calls per dialect.
+
+    The extractor names the dialect whose block opened the call; should it not know, a single
+    configured dialect is the answer.
+    """
+    name = extractor.dialect if extractor is not None else None
+    if name is None:
+        name = configured[0] if len(configured) == 1 else "unknown"
+    return f"{Repair.MARKUP_IN_CONTENT}:{name}"

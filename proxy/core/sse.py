@@ -1,0 +1,232 @@
+"""Incremental Server-Sent Events codec, free of I/O.
+
+Rules this module keeps (WHATWG HTML, "event stream interpretation"):
+
+* Lines end in CRLF, LF or CR, and an ending may be split across reads. A CR that ends the
+  buffer is not taken as a line end until the next byte shows whether an LF follows it, or
+  until :meth:`SSEDecoder.close`.
+* A blank line ends an event. Every byte the decoder is fed comes back exactly once, inside
+  the ``raw`` of an :class:`Event` or a :class:`RawBytes`, in order. That is what lets the
+  proxy forward an event it does not rewrite as ``ev.raw`` without touching a byte.
+* Work stays on bytes. ``data`` is the joined data lines as bytes (orjson parses bytes and
+  checks UTF-8 itself); only the short ``event``/``id`` values and unknown fields are
+  decoded, leniently.
+* Each buffer position is scanned once (h11's linear-time rule): ``_scan`` remembers how far
+  the pending buffer has been searched for line ends. A read that starts a new event and
+  holds no CR first has its whole one-line ``data:`` events cut off directly (what every
+  upstream sends); the line machine takes the rest, and the events are the same.
+* An event larger than ``max_event_bytes`` is not buffered further: the pending bytes come
+  out as ``RawBytes(reason="oversize")`` and every later read is passed on the same way.
+  Failing open keeps every byte flowing when the stream is not something we can parse.
+
+``feed`` and ``close`` raise nothing; an empty list from ``feed`` means "need more data".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final, Literal
+
+DEFAULT_MAX_EVENT_BYTES: Final = 1 << 20
+_LINE_END: Final = re.compile(rb"\r\n|\r|\n")
+_BOM: Final = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One blank-line-terminated block of the stream, with the exact bytes it came from.
+
+    A block of comments only (or a stray blank line) is an Event too, with ``data`` None, so
+    that it is forwarded in place. ``fields`` keeps fields the spec tells clients to ignore,
+    such as llama.cpp's ``error:`` line, in the order they came.
+    """
+
+    raw: bytes
+    data: bytes | None = None
+    event: str | None = None
+    id: str | None = None
+    retry: int | None = None
+    fields: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RawBytes:
+    """Bytes that do not form a complete event; they are forwarded as they are.
+
+    ``unterminated``: the stream ended inside an event. ``oversize``: an event outgrew the
+    cap, so this block and every later read of the stream are passed through unparsed.
+    """
+
+    raw: bytes
+    reason: Literal["unterminated", "oversize"]
+
+
+class SSEDecoder:
+    """Split a byte stream into :class:`Event` objects, one ``feed`` at a time."""
+
+    def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        self._max = max_event_bytes
+        self._buf = bytearray()
+        self._scan = 0  # how far _buf has been searched for line ends
+        self._line_start = 0
+        self._first_line = True
+        self._oversize = False
+        self._reset_fields()
+
+    @property
+    def pending(self) -> bool:
+        """Bytes of an unfinished event are buffered: the next read continues it."""
+        return bool(self._buf)
+
+    @property
+    def passthrough(self) -> bool:
+        """True once an event outgrew the cap and the rest of the stream is not parsed."""
+        return self._oversize
+
+    def feed(self, chunk: bytes) -> list[Event | RawBytes]:
+        if self._oversize:
+            return [RawBytes(bytes(chunk), "oversize")] if chunk else []
+        events: list[Event | RawBytes] = []
+        if not self._buf and not self._first_line and b"\r" not in chunk:
+            chunk = self._whole_data_events(chunk, events)
+            if not chunk:
+                return events
+        self._buf += chunk
+        self._parse(events, final=False)
+        if len(self._buf) > self._max:
+            self._oversize = True
+            events.append(RawBytes(bytes(self._buf), "oversize"))
+            self._buf.clear()
+        return events
+
+    def plain_events(self, chunk: bytes) -> int:
+        """How many events ``chunk`` is when it is nothing but whole one-line ``data: `` events
+        ending in LF LF, starting where the previous events ended; 0 for any other read.
+
+        Such a read leaves the decoder as it found it, so a caller that finds nothing to change
+        in its bytes (chat/rewriter.py) may forward it whole without feeding it here: a handful
+        of byte counts in C instead of an Event per event.
+        """
+        if (
+            self._buf
+            or self._first_line
+            or self._oversize
+            or not chunk.endswith(b"\n\n")
+            or not chunk.startswith(b"data: ")
+            or b"\r" in chunk
+        ):
+            return 0
+        if chunk.find(b"\n") == len(chunk) - 2:  # one event (the usual read), counted cheaply
+            return 1
+        events = chunk.count(b"\n\n")
+        if (
+            chunk.count(b"\n") == 2 * events  # each event is one line and a blank one
+            and chunk.count(b"\n\ndata: ") == events - 1  # and every line is a data line
+        ):
+            return events
+        return 0
+
+    def _whole_data_events(self, chunk: bytes, events: list[Event | RawBytes]) -> bytes:
+        """The common read, without the line machine: whole events of one ``data: `` line
+        ending in LF LF, with nothing pending before them. Returns the bytes it left (from the
+        first event of any other form on) for the line machine."""
+        start = 0
+        while (end := chunk.find(b"\n\n", start)) >= 0:
+            if not chunk.startswith(b"data: ", start) or chunk.find(b"\n", start, end) >= 0:
+                break
+            events.append(Event(chunk[start : end + 2], chunk[start + 6 : end]))
+            start = end + 2
+        return chunk[start:] if start else chunk
+
+    def close(self) -> list[Event | RawBytes]:
+        """End of stream: a trailing CR counts as a line end; an unfinished event comes back raw."""
+        if self._oversize:
+            return []
+        events: list[Event | RawBytes] = []
+        self._parse(events, final=True)
+        if self._buf:
+            events.append(RawBytes(bytes(self._buf), "unterminated"))
+            self._buf.clear()
+        self._scan = self._line_start = 0
+        self._reset_fields()
+        return events
+
+    def _reset_fields(self) -> None:
+        self._data: list[bytes] = []
+        self._event: str | None = None
+        self._id: str | None = None
+        self._retry: int | None = None
+        self._fields: list[tuple[str, str]] = []
+
+    def _parse(self, events: list[Event | RawBytes], *, final: bool) -> None:
+        buf = self._buf
+        consumed = 0  # bytes of buf already handed out in events
+        while True:
+            match = _LINE_END.search(buf, self._scan)
+            if match is None:
+                self._scan = len(buf)
+                break
+            start, end = match.span()
+            if end == len(buf) and end - start == 1 and buf[start] == 0x0D and not final:
+                # A CR at the end of the buffer may be the first half of a CRLF.
+                self._scan = start
+                break
+            line = bytes(buf[self._line_start : start])
+            self._scan = self._line_start = end
+            if line:
+                self._take_line(line)
+            else:
+                events.append(self._dispatch(bytes(buf[consumed:end])))
+                consumed = end
+        if consumed:
+            del buf[:consumed]
+            self._scan -= consumed
+            self._line_start -= consumed
+
+    def _take_line(self, line: bytes) -> None:
+        if self._first_line:
+            self._first_line = False
+            if line.startswith(_BOM):
+                line = line[len(_BOM) :]
+        if line[:1] == b":":
+            return  # a comment; its bytes stay in the event's raw
+        name, sep, value = line.partition(b":")
+        if sep and value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":
+            self._data.append(value)
+        elif name == b"event":
+            self._event = value.decode("utf-8", "replace")
+        elif name == b"id":
+            if b"\x00" not in value:
+                self._id = value.decode("utf-8", "replace")
+        elif name == b"retry":
+            if value.isdigit():
+                self._retry = int(value)
+        else:
+            self._fields.append((name.decode("utf-8", "replace"), value.decode("utf-8", "replace")))
+
+    def _dispatch(self, raw: bytes) -> Event:
+        event = Event(
+            raw=raw,
+            data=b"\n".join(self._data) if self._data else None,
+            event=self._event,
+            id=self._id,
+            retry=self._retry,
+            fields=tuple(self._fields),
+        )
+        self._reset_fields()
+        return event
+
+
+def encode_event(data: bytes, *, event: str | None = None) -> bytes:
+    """Encode one event; ``data`` may hold newlines, each becomes its own data line."""
+    head = b"event: " + event.encode() + b"\n" if event is not None else b""
+    if b"\n" not in data:  # a chunk written by orjson: one line
+        return head + b"data: " + data + b"\n\n"
+    lines = data.split(b"\n")
+    return head + b"".join(b"data: " + line + b"\n" for line in lines) + b"\n"
+
+
+DONE: Final = b"data: [DONE]\n\n"

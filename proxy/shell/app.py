@@ -1,0 +1,101 @@
+"""The app factory: settings in, a ready aiohttp Application out."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Final
+
+from aiohttp import ClientSession, DummyCookieJar, TCPConnector, hdrs, web
+from aiohttp.typedefs import Middleware
+
+from proxy.core.protocols.chat.normalize import NormalizeOptions
+from proxy.core.routing import Router, Upstream
+from proxy.settings import Settings, UpstreamSettings
+from proxy.shell.accesslog import access_middleware
+from proxy.shell.app_state import STATE, ProxyState, UpstreamConfig
+from proxy.shell.auth import ClientKeys, auth_middleware
+from proxy.shell.handlers import handle_proxy
+from proxy.shell.keepalive import reuse_tracing
+from proxy.shell.limits import Slots
+from proxy.shell.metrics import METRICS, Metrics, handle_metrics
+from proxy.shell.middlewares import error_middleware, request_id_middleware
+from proxy.shell.readiness import READINESS, Readiness, handle_ready
+
+# The proxy's own endpoints live under a prefix that no LLM server uses, so that an upstream's
+# /health and /metrics stay reachable through the proxy.
+OWN_PREFIX = "/-/"
+
+
+def build_upstreams(settings: Settings) -> dict[str, UpstreamConfig]:
+    configs = {}
+    for options in settings.upstreams:
+        key = options.api_key()
+        configs[options.name] = UpstreamConfig(
+            route=Upstream(options.name, options.url, tuple(options.models)),
+            options=options,
+            authorization=f"Bearer {key}" if key is not None else None,
+            normalize=normalize_options(options, settings) if options.normalize else None,
+            slots=Slots(options.name, options.max_concurrent_requests),
+        )
+    return configs
+
+
+def normalize_options(options: UpstreamSettings, settings: Settings) -> NormalizeOptions:
+    return NormalizeOptions(
+        coalesce=options.output == "coalesced",
+        dialects=options.dialect_names(),
+        extract_from_reasoning=options.extract_from_reasoning,
+        max_held_bytes=settings.limits.max_held_bytes,
+    )
+
+
+async def handle_health(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+# Endpoints that stay open when inbound authentication is on: probes carry no credentials.
+PUBLIC: Final = frozenset({handle_health, handle_ready})
+
+
+def create_app(settings: Settings) -> web.Application:
+    middlewares: list[Middleware] = [
+        request_id_middleware,
+        access_middleware(OWN_PREFIX),
+        error_middleware,
+    ]
+    if settings.auth.enabled:  # innermost: a 401 is logged and shaped like any error
+        middlewares.append(auth_middleware(ClientKeys(settings.auth.client_keys()), PUBLIC))
+    app = web.Application(
+        middlewares=middlewares, client_max_size=settings.limits.max_request_body_bytes
+    )
+    upstreams = build_upstreams(settings)
+    router = Router([u.route for u in upstreams.values()], settings.default_upstream)
+    app[METRICS] = Metrics(upstreams)
+    app[READINESS] = Readiness()
+
+    async def client_session(app: web.Application) -> AsyncIterator[None]:
+        session = ClientSession(
+            connector=TCPConnector(limit=0),
+            # Bytes pass through as the upstream sent them: no decompression, no cookies
+            # shared between clients, no headers the client did not send.
+            auto_decompress=False,
+            cookie_jar=DummyCookieJar(),
+            skip_auto_headers=(
+                hdrs.USER_AGENT,
+                hdrs.ACCEPT,
+                hdrs.ACCEPT_ENCODING,
+                hdrs.CONTENT_TYPE,
+            ),
+            trust_env=False,
+            trace_configs=[reuse_tracing()],
+        )
+        app[STATE] = ProxyState(settings, router, upstreams, session)
+        yield
+        await session.close()
+
+    app.cleanup_ctx.append(client_session)
+    app.router.add_get(OWN_PREFIX + "health", handle_health)
+    app.router.add_get(OWN_PREFIX + "ready", handle_ready)
+    app.router.add_get(OWN_PREFIX + "metrics", handle_metrics)
+    app.router.add_route("*", "/{tail:.*}", handle_proxy)
+    return app

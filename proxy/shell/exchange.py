@@ -1,0 +1,75 @@
+"""The record of one proxied request, filled in by the shell as it goes, read once at the end.
+
+The access-log middleware creates it and, when the request ends however it ends, hands it to
+the metrics and the access log. Handlers only set fields; nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from time import perf_counter
+from typing import Final
+
+from aiohttp import web
+
+from proxy.core.protocols.chat.normalize import StreamNormalizer
+from proxy.shell.meter import StreamMeter
+
+# Not served by one upstream: refused before routing (400, 404, 413, ...) or GET /v1/models,
+# which asks them all.
+NO_UPSTREAM: Final = "(none)"
+
+
+@dataclass(slots=True, eq=False)  # identity equality: kept in a set while in flight
+class Exchange:
+    request_id: str
+    method: str
+    path: str
+    started_at: float  # perf_counter()
+    upstream: str = NO_UPSTREAM
+    model: str | None = None
+    status: int | None = None
+    streaming: bool = False  # an event-stream response was started (and counted as open)
+    rewritten: bool = False
+    end: str | None = None  # how the response body ended: complete, dropped, idle_timeout, ...
+    meter: StreamMeter = field(default_factory=StreamMeter)
+    # The stream's normalizer: its ``repairs`` (kind -> count, proxy.core.repairs) are read at the
+    # end, so that a stream the client abandons still counts what was already done.
+    rewriter: StreamNormalizer | None = None
+    repairs: Counter[str] = field(default_factory=Counter)  # of a completion rewritten whole
+    upstream_errors: list[tuple[str, str]] = field(default_factory=list)  # (upstream, kind)
+
+    def upstream_failed(self, upstream: str, kind: str) -> None:
+        self.upstream_errors.append((upstream, kind))
+
+    def response_started(
+        self, status: int, *, streaming: bool, rewriter: StreamNormalizer | None
+    ) -> None:
+        self.meter.client_headers_at = perf_counter()
+        self.status = status
+        self.streaming = streaming
+        self.rewriter = rewriter
+        self.rewritten = rewriter is not None
+        if status >= 500:
+            self.upstream_failed(self.upstream, "http_5xx")
+
+    def completion_rewritten(self, status: int, repairs: Counter[str]) -> None:
+        """A whole (non-streamed) completion was read, repaired and answered in one piece."""
+        self.response_started(status, streaming=False, rewriter=None)
+        self.rewritten = True
+        self.repairs.update(repairs)
+        self.end = "complete"
+
+    def body_ended(self, end: str) -> None:
+        self.end = end
+        if end not in ("complete", "client_stalled"):  # a stalled client is not the upstream's
+            self.upstream_failed(self.upstream, end)
+
+    def all_repairs(self) -> Counter[str]:
+        if self.rewriter is None:
+            return Counter(self.repairs)
+        return self.repairs + self.rewriter.repairs
+
+
+EXCHANGE = web.RequestKey("exchange", Exchange)

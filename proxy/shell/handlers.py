@@ -1,0 +1,330 @@
+"""Request handlers: route, forward, and choose between passthrough and rewriting.
+
+A handler decides *whether* a response is rewritten (route, method, path, status, content
+type); :mod:`proxy.shell.pump` moves the bytes. Errors raised before the response starts are
+ProxyErrors, turned into OpenAI-shaped JSON by the error middleware.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from time import perf_counter
+from typing import Any
+
+import orjson
+from aiohttp import (
+    ClientConnectionError,
+    ClientError,
+    ClientResponse,
+    ClientResponseError,
+    ClientTimeout,
+    ConnectionTimeoutError,
+    hdrs,
+    web,
+)
+from multidict import CIMultiDict
+from yarl import URL
+
+from proxy.core.errors import ClientRequestError, UpstreamError, UpstreamTimeout
+from proxy.core.protocols.chat.normalize import RequestInfo, normalize_completion
+from proxy.core.protocols.chat.rewriter import SSERewriter
+from proxy.core.repairs import Repair
+from proxy.core.routing import is_safe_path, upstream_url
+from proxy.settings import Settings
+from proxy.shell import keepalive
+from proxy.shell.app_state import (
+    REQUEST_ID,
+    STATE,
+    ProxyState,
+    UpstreamConfig,
+    is_chat_completion,
+    stream_normalizer,
+)
+from proxy.shell.exchange import EXCHANGE
+from proxy.shell.forwarded import set_forwarded
+from proxy.shell.headers import end_to_end
+from proxy.shell.pump import End, pump
+from proxy.shell.random_ids import new_id_factory
+
+log = logging.getLogger("toolcall_proxy")
+
+# Bodies of these types are streamed to the upstream without being read for routing.
+_STREAMED_BODY_TYPES = ("multipart/", "application/octet-stream", "audio/", "image/", "video/")
+
+
+async def handle_proxy(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    if not request.raw_path.startswith("/"):
+        # An absolute-form target (GET http://host/ HTTP/1.1) asks for a forward proxy.
+        raise ClientRequestError("the request target must be a path; this is not a forward proxy")
+    if not is_safe_path(request.raw_path):
+        raise ClientRequestError("the request path has dot segments")
+    if request.method == "GET" and request.path == "/v1/models":
+        return await handle_models(request)
+    body, payload = await _read_body(request)
+    model = payload.get("model") if isinstance(payload, dict) else None
+    model = model if isinstance(model, str) else None
+    exchange = request[EXCHANGE]
+    exchange.model = model
+    upstream = state.upstream(state.router.route(model).name)
+    exchange.upstream = upstream.route.name
+    with upstream.slots.take():
+        async with UpstreamCall(request, state, upstream, body) as resp:
+            return await _respond(request, state, upstream, payload, resp)
+
+
+async def _read_body(request: web.Request) -> tuple[bytes | None, object]:
+    """Read the body when it may be JSON that routing needs; None means stream it through."""
+    if not request.body_exists:
+        return b"", None
+    content_type = request.headers.get(hdrs.CONTENT_TYPE, "").lower()
+    if content_type.startswith(_STREAMED_BODY_TYPES):
+        return None, None
+    body = await request.read()  # bounded by the app's client_max_size (413 above it)
+    try:
+        return body, orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body, None
+
+
+class UpstreamCall:
+    """Send the request upstream and map failures before the response to 502/504."""
+
+    def __init__(
+        self, request: web.Request, state: ProxyState, upstream: UpstreamConfig, body: bytes | None
+    ) -> None:
+        self._request = request
+        self._state = state
+        self._upstream = upstream
+        self._body = body
+        self._resp: ClientResponse | None = None
+
+    async def __aenter__(self) -> ClientResponse:
+        request, upstream, timeouts = self._request, self._upstream, self._state.settings.timeouts
+        # encoded=True: the client's path and query go out byte for byte, never re-normalized.
+        url = URL(upstream_url(upstream.route.base_url, request.raw_path), encoded=True)
+        headers = _upstream_headers(request, self._state.settings, upstream)
+        # No body stays no body: an empty bytes value would add a Content-Length the
+        # client never sent.
+        data: Any = request.content if self._body is None else (self._body or None)
+        try:
+            async with asyncio.timeout(timeouts.first_byte):
+                self._resp = await keepalive.request(
+                    self._state.session,
+                    request.method,
+                    url,
+                    replayable=self._body is not None,
+                    headers=headers,
+                    data=data,
+                    allow_redirects=False,
+                    timeout=ClientTimeout(total=None, sock_connect=timeouts.connect),
+                )
+        except TimeoutError as exc:
+            kind = (
+                "connect_timeout"
+                if isinstance(exc, ConnectionTimeoutError)
+                else "first_byte_timeout"
+            )
+            request[EXCHANGE].upstream_failed(upstream.route.name, kind)
+            raise UpstreamTimeout(f"upstream {upstream.route.name!r} timed out") from exc
+        except ClientConnectionError as exc:
+            request[EXCHANGE].upstream_failed(upstream.route.name, "unreachable")
+            raise UpstreamError(
+                f"upstream {upstream.route.name!r} is unreachable: {type(exc).__name__}"
+            ) from exc
+        except ClientResponseError as exc:
+            # A malformed status line or headers (too long, too many, not HTTP at all).
+            request[EXCHANGE].upstream_failed(upstream.route.name, "invalid_response")
+            raise UpstreamError(
+                f"upstream {upstream.route.name!r} sent an invalid response head"
+            ) from exc
+        return self._resp
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._resp is not None:
+            # release() returns a fully read connection to the pool; close() drops one that
+            # was abandoned mid-body (client gone, error), which is also what cancels the
+            # upstream's generation.
+            if self._resp.content.at_eof():
+                self._resp.release()
+            else:
+                self._resp.close()
+
+
+def _upstream_headers(
+    request: web.Request, settings: Settings, upstream: UpstreamConfig
+) -> CIMultiDict[str]:
+    drop = [hdrs.HOST, hdrs.CONTENT_LENGTH, hdrs.EXPECT]
+    if settings.auth.enabled:
+        drop.append(hdrs.AUTHORIZATION)  # the client's key is for the proxy only
+    headers = end_to_end(request.headers, drop=drop)
+    if upstream.authorization is not None:
+        headers[hdrs.AUTHORIZATION] = upstream.authorization  # replaces every client value
+    if upstream.options.normalize:
+        # A response we may rewrite must arrive uncompressed; others keep the client's choice.
+        headers[hdrs.ACCEPT_ENCODING] = "identity"
+    set_forwarded(
+        headers, remote=request.remote, scheme=request.scheme, settings=settings.forwarded
+    )
+    headers["X-Request-Id"] = request[REQUEST_ID]
+    return headers
+
+
+def _media_type(resp: ClientResponse) -> str:
+    return resp.headers.get(hdrs.CONTENT_TYPE, "").partition(";")[0].strip().lower()
+
+
+async def _respond(
+    request: web.Request,
+    state: ProxyState,
+    upstream: UpstreamConfig,
+    payload: object,
+    resp: ClientResponse,
+) -> web.StreamResponse:
+    exchange = request[EXCHANGE]
+    exchange.meter.upstream_headers_at = perf_counter()
+    media_type = _media_type(resp)
+    rewritable = resp.status == 200 and hdrs.CONTENT_ENCODING not in resp.headers
+    head = b""
+    if rewritable and media_type == "application/json" and upstream.normalize is not None:
+        body, complete = b"", False
+        if is_chat_completion(request):
+            body, complete = await _read_capped(resp, state.settings.limits.max_response_body_bytes)
+        if complete:
+            return _completion_response(request, upstream, payload, resp, body)
+        head = body  # too large to hold: what was read goes out first, the rest streams
+    normalizer = None
+    if rewritable and media_type == "text/event-stream":
+        normalizer = stream_normalizer(upstream, request, payload)
+    response = web.StreamResponse(status=resp.status, reason=resp.reason)
+    drop = (hdrs.CONTENT_LENGTH,) if normalizer is not None else ()
+    response.headers.extend(end_to_end(resp.headers, drop=drop))
+    response.headers["X-Request-Id"] = request[REQUEST_ID]
+    if media_type == "text/event-stream":
+        response.headers["X-Accel-Buffering"] = "no"
+    await response.prepare(request)
+    exchange.response_started(
+        resp.status, streaming=media_type == "text/event-stream", rewriter=normalizer
+    )
+    if head:
+        exchange.meter.received(head)
+        exchange.meter.sending(head)
+        await response.write(head)
+    try:
+        end = await pump(
+            resp,
+            response,
+            idle_timeout=state.settings.timeouts.idle,
+            client_write_timeout=state.settings.timeouts.client_write,
+            rewriter=None
+            if normalizer is None
+            else SSERewriter(normalizer, max_event_bytes=state.settings.limits.max_event_bytes),
+            meter=exchange.meter,
+        )
+    finally:  # also when the client left
+        if normalizer is not None and normalizer.repairs[Repair.CAP_REACHED]:
+            log.warning(
+                "upstream %s: a stream outgrew limits.max_event_bytes or limits.max_held_bytes;"
+                " rewriting stopped there and the rest was forwarded raw",
+                upstream.route.name,
+            )
+    exchange.body_ended(end.value)
+    if normalizer is not None and normalizer.repairs:
+        log.debug("upstream %s stream repairs: %s", upstream.route.name, dict(normalizer.repairs))
+    if end is End.CLIENT_STALLED:
+        log.warning("upstream %s stream: the client stopped reading; aborting", upstream.route.name)
+        if request.transport is not None:
+            # abort, not close: close would wait, forever, for the client to take the buffer.
+            request.transport.abort()
+        return response
+    if end is not End.COMPLETE:
+        log.warning(
+            "upstream %s stream ended early (%s); aborting the client's response",
+            upstream.route.name,
+            end.value,
+        )
+        _abort(request)
+        return response
+    await response.write_eof()
+    return response
+
+
+async def _read_capped(resp: ClientResponse, limit: int) -> tuple[bytes, bool]:
+    """Read the body up to ``limit`` bytes; the flag says whether that was all of it."""
+    if resp.content_length is not None and resp.content_length > limit:
+        return b"", False
+    body = bytearray()
+    while len(body) <= limit:
+        chunk = await resp.content.readany()
+        if not chunk:
+            return bytes(body), True
+        body += chunk
+    return bytes(body), False
+
+
+def _completion_response(
+    request: web.Request,
+    upstream: UpstreamConfig,
+    payload: object,
+    resp: ClientResponse,
+    body: bytes,
+) -> web.Response:
+    """The non-streaming chat completion, repaired."""
+    assert upstream.normalize is not None
+    exchange = request[EXCHANGE]
+    exchange.meter.received(body)
+    fixed, repairs = normalize_completion(
+        body, upstream.normalize, RequestInfo.from_body(payload), new_id=new_id_factory()
+    )
+    exchange.completion_rewritten(resp.status, repairs)
+    exchange.meter.sending(fixed)
+    if repairs:
+        log.debug("upstream %s completion repairs: %s", upstream.route.name, dict(repairs))
+    response = web.Response(status=resp.status, reason=resp.reason, body=fixed)
+    response.headers.extend(end_to_end(resp.headers, drop=(hdrs.CONTENT_LENGTH,)))
+    response.headers["X-Request-Id"] = request[REQUEST_ID]
+    return response
+
+
+def _abort(request: web.Request) -> None:
+    """Close the client connection without ending the response, so the client sees an error."""
+    if request.transport is not None:
+        request.transport.close()
+
+
+async def handle_models(request: web.Request) -> web.StreamResponse:
+    """GET /v1/models: the union of every upstream's list, asked concurrently."""
+    state = request.app[STATE]
+    upstreams = [state.upstream(u.name) for u in state.router.upstreams]
+    results = await asyncio.gather(*(_list_models(request, state, u) for u in upstreams))
+    seen: set[object] = set()
+    data: list[object] = []
+    for models in results:
+        for entry in models or ():
+            key = entry.get("id") if isinstance(entry, dict) else None
+            if key not in seen:
+                seen.add(key)
+                data.append(entry)
+    if all(models is None for models in results):
+        raise UpstreamError("no upstream answered GET /v1/models")
+    return web.Response(
+        body=orjson.dumps({"object": "list", "data": data}), content_type="application/json"
+    )
+
+
+async def _list_models(
+    request: web.Request, state: ProxyState, upstream: UpstreamConfig
+) -> list[Any] | None:
+    try:
+        async with UpstreamCall(request, state, upstream, b"") as resp:
+            if resp.status != 200:
+                raise UpstreamError(f"status {resp.status}")
+            body = orjson.loads(await resp.read())
+            data = body.get("data") if isinstance(body, dict) else None
+            if not isinstance(data, list):
+                raise UpstreamError("no data list in the answer")
+            return data
+    except (UpstreamError, orjson.JSONDecodeError, ClientError) as exc:
+        log.warning("GET /v1/models: skipping upstream %s: %s", upstream.route.name, exc)
+        return None

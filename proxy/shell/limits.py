@@ -1,0 +1,58 @@
+"""Request limits enforced by the shell: concurrency per upstream, and the HTTP server's caps.
+
+Concurrency: an upstream with ``max_concurrent_requests`` serves at most that many requests at
+once through this proxy; one more is refused at once with 429 and ``Retry-After: 1`` rather
+than queued. LLM servers already queue behind their own slots (llama.cpp's ``--parallel``,
+vLLM's scheduler), so a second queue here would only hide the overload and hold sockets,
+while OpenAI-style clients retry a 429 with backoff on their own. A slot is held from routing
+until the response (streamed or not) has ended or the client has left.
+
+Size caps: the request body (``limits.max_request_body_bytes``, 413, applied by aiohttp to
+bodies the proxy reads) and each request line or header line (``limits.max_header_bytes``,
+400 from aiohttp's HTTP parser, before any handler runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Final
+
+from proxy.core.errors import TooManyRequests
+from proxy.settings import Settings
+
+
+class Slots:
+    """How many requests one upstream is serving, against its limit (None: unlimited)."""
+
+    def __init__(self, upstream: str, limit: int | None) -> None:
+        self.upstream = upstream
+        self.limit = limit
+        self.in_use = 0
+
+    @contextmanager
+    def take(self) -> Iterator[None]:
+        if self.limit is not None and self.in_use >= self.limit:
+            raise TooManyRequests(
+                f"upstream {self.upstream!r} is serving its maximum of {self.limit} requests;"
+                " retry shortly"
+            )
+        self.in_use += 1
+        try:
+            yield
+        finally:
+            self.in_use -= 1
+
+
+# Connections the kernel may queue before the proxy accepts them (capped by
+# net.core.somaxconn). aiohttp's 128 overflows when hundreds of clients connect at once, and
+# an overflowing queue drops or resets connections; uvicorn's default is the same 2048.
+LISTEN_BACKLOG: Final = 2048
+
+
+def server_options(settings: Settings) -> dict[str, Any]:
+    """Keyword arguments for aiohttp's server (web.run_app, AppRunner, TestServer)."""
+    return {
+        "max_line_size": settings.limits.max_header_bytes,
+        "max_field_size": settings.limits.max_header_bytes,
+    }

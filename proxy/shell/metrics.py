@@ -1,0 +1,321 @@
+"""Prometheus metrics, one registry per app, served at ``GET /-/metrics``.
+
+Each app owns a CollectorRegistry (never prometheus-client's global one), so several apps in
+one process, as in the tests, count apart. Everything about a request is recorded once, when it
+ends (:meth:`Metrics.end`); the streaming path only fills a StreamMeter. ``streams_open`` is
+counted at scrape time from the requests in flight.
+
+Label values are bounded so that clients cannot grow the series without limit:
+* ``upstream`` is a configured upstream name, ``route`` one of the API paths in ``ROUTES`` or
+  ``other``, ``status`` an HTTP status, ``kind`` and ``dialect`` names from the proxy's own code.
+* ``model`` is the request's model name only once an upstream has accepted it (a 2xx or 3xx
+  answer), and only for the first ``MAX_MODEL_LABELS`` such names this process sees; other
+  names count as ``(other)``, requests without a model as ``(none)``. An upstream that accepts
+  any model name (llama-server does) therefore spends at most that many labels.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import accumulate
+from typing import Final, TypeVar, cast
+
+from aiohttp import hdrs, web
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+from proxy.core.repairs import Repair
+from proxy.shell.exchange import Exchange
+
+_M = TypeVar("_M", Counter, Histogram)
+
+MAX_MODEL_LABELS: Final = 32
+NO_MODEL: Final = "(none)"
+OTHER_MODEL: Final = "(other)"
+MAX_MODEL_LABEL_LENGTH: Final = 128
+
+# API paths worth a label of their own (OpenAI's, and the native ones of llama-server, vLLM,
+# Ollama and TGI); anything else a client sends is counted as "other".
+ROUTES: Final = frozenset(
+    {
+        "/v1/chat/completions",
+        "/v1/completions",
+        "/v1/responses",
+        "/v1/embeddings",
+        "/v1/models",
+        "/v1/rerank",
+        "/v1/score",
+        "/v1/audio/transcriptions",
+        "/v1/audio/translations",
+        "/v1/audio/speech",
+        "/v1/images/generations",
+        "/v1/moderations",
+        "/chat/completions",
+        "/completions",
+        "/completion",
+        "/embedding",
+        "/embeddings",
+        "/infill",
+        "/rerank",
+        "/tokenize",
+        "/detokenize",
+        "/apply-template",
+        "/props",
+        "/slots",
+        "/health",
+        "/metrics",
+        "/version",
+        "/generate",
+        "/generate_stream",
+        "/api/chat",
+        "/api/generate",
+        "/api/tags",
+        "/api/embed",
+    }
+)
+OTHER_ROUTE: Final = "other"
+
+# The proxy's own latency is microseconds when it passes bytes through and can reach seconds
+# when a coalesced tool call is held whole; the buckets cover both ends.
+LATENCY_BUCKETS: Final = (
+    0.00001,
+    0.000025,
+    0.00005,
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    10.0,
+)
+
+
+def route_label(path: str) -> str:
+    return path if path in ROUTES else OTHER_ROUTE
+
+
+class ModelLabels:
+    """The bounded set of model names used as label values (see the module docstring)."""
+
+    def __init__(self, cap: int = MAX_MODEL_LABELS) -> None:
+        self._cap = cap
+        self._known: set[str] = set()
+
+    def label(self, model: str | None, *, accepted: bool) -> str:
+        if model is None:
+            return NO_MODEL
+        if model in self._known:
+            return model
+        if accepted and len(self._known) < self._cap and len(model) <= MAX_MODEL_LABEL_LENGTH:
+            self._known.add(model)
+            return model
+        return OTHER_MODEL
+
+
+class _OpenStreams(Collector):
+    """``streams_open``, counted from the requests in flight when scraped.
+
+    A gauge moved by hand would need a decrement on every way a stream can end (cancelled by
+    a client that left included); counting the live requests cannot drift.
+    """
+
+    def __init__(self, live: set[Exchange], upstreams: Iterable[str]) -> None:
+        self._live = live
+        self._upstreams = tuple(upstreams)
+
+    def describe(self) -> Iterator[Metric]:
+        yield self._family()
+
+    def collect(self) -> Iterator[Metric]:
+        family = self._family()
+        counts = dict.fromkeys(self._upstreams, 0)
+        for exchange in self._live:
+            if exchange.streaming:
+                counts[exchange.upstream] = counts.get(exchange.upstream, 0) + 1
+        for upstream, count in counts.items():
+            family.add_metric([upstream], count)
+        yield family
+
+    @staticmethod
+    def _family() -> GaugeMetricFamily:
+        return GaugeMetricFamily(
+            "toolcall_proxy_streams_open",
+            "Event-stream responses being forwarded now.",
+            labels=["upstream"],
+        )
+
+
+# prometheus-client's own spelling of "le" values (0.1, 10.0, +Inf); it ships without types.
+_go_float = cast(Callable[[float], str], floatToGoString)
+
+
+class BatchHistogram(Collector):
+    """A histogram that takes a whole stream's observations at once, per label value.
+
+    prometheus-client's Histogram takes a lock per observation; a stream's per-read times are
+    many, so they are binned here into plain counts in one pass when the stream ends.
+    """
+
+    def __init__(self, name: str, documentation: str, label: str, buckets: Sequence[float]) -> None:
+        self._name = name
+        self._documentation = documentation
+        self._label = label
+        self._bounds = (*buckets, float("inf"))
+        self._les = [_go_float(b) for b in self._bounds]
+        self._series: dict[str, tuple[list[int], list[float]]] = {}  # counts per bucket, sum
+
+    def add(self, label_value: str, values: Sequence[float]) -> None:
+        counts, total = self._series.setdefault(label_value, ([0] * len(self._bounds), [0.0]))
+        for value in values:
+            counts[bisect_left(self._bounds, value)] += 1  # "le": the first bound >= value
+        total[0] += sum(values)
+
+    def describe(self) -> Iterator[Metric]:
+        yield HistogramMetricFamily(self._name, self._documentation, labels=[self._label])
+
+    def collect(self) -> Iterator[Metric]:
+        family = HistogramMetricFamily(self._name, self._documentation, labels=[self._label])
+        for label_value, (counts, total) in self._series.items():
+            cumulative = zip(self._les, accumulate(counts), strict=True)
+            family.add_metric([label_value], [(le, float(n)) for le, n in cumulative], total[0])
+        yield family
+
+
+class Metrics:
+    def __init__(self, upstreams: Iterable[str]) -> None:
+        self.registry = registry = CollectorRegistry()
+        ProcessCollector(registry=registry)
+        PlatformCollector(registry=registry)
+        GCCollector(registry=registry)
+        self.models = ModelLabels()
+        self._children: dict[tuple[Counter | Histogram, tuple[str, ...]], object] = {}
+        self.requests = Counter(
+            "toolcall_proxy_requests",
+            "Proxied requests, counted when they end.",
+            ["upstream", "model", "route", "status"],
+            registry=registry,
+        )
+        self.live: set[Exchange] = set()  # requests in flight, read at scrape time
+        registry.register(_OpenStreams(self.live, upstreams))
+        self.repairs = Counter(
+            "toolcall_proxy_repairs",
+            "Repairs the normalizer applied, by kind (the quirk catalog's short names).",
+            ["upstream", "model", "kind"],
+            registry=registry,
+        )
+        self.text_tool_calls = Counter(
+            "toolcall_proxy_text_tool_calls",
+            "Tool calls recovered from markup in the text, by dialect.",
+            ["upstream", "model", "dialect"],
+            registry=registry,
+        )
+        self.bytes = Counter(
+            "toolcall_proxy_response_bytes",
+            "Response body bytes, as read from the upstream (received) and written (sent).",
+            ["upstream", "direction"],
+            registry=registry,
+        )
+        self.chunks = Counter(
+            "toolcall_proxy_response_chunks",
+            "Response body writes to clients: one per upstream read when passed through, one"
+            " per read that released bytes when rewritten.",
+            ["upstream"],
+            registry=registry,
+        )
+        self.headers_added = Histogram(
+            "toolcall_proxy_headers_added_seconds",
+            "From the upstream's response headers to the client's.",
+            ["upstream"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.first_byte_added = Histogram(
+            "toolcall_proxy_first_byte_added_seconds",
+            "From the upstream's first body bytes to the first body bytes written to the client.",
+            ["upstream", "rewritten"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.chunk_processing = BatchHistogram(
+            "toolcall_proxy_chunk_processing_seconds",
+            "Decoding and rewriting time per upstream read of a rewritten stream.",
+            "upstream",
+            LATENCY_BUCKETS,
+        )
+        registry.register(self.chunk_processing)
+        self.upstream_errors = Counter(
+            "toolcall_proxy_upstream_errors",
+            "Upstream failures by kind: unreachable, connect_timeout, first_byte_timeout,"
+            " invalid_response, dropped, idle_timeout, http_5xx.",
+            ["upstream", "kind"],
+            registry=registry,
+        )
+
+    def _child(self, metric: _M, *labels: str) -> _M:
+        """``metric.labels(*labels)`` from a dict: ``labels`` validates and takes a lock on each
+        call, and every request ends with half a dozen. Label values are bounded (see the
+        module's docstring), and so is this dict."""
+        key = (metric, labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return cast("_M", child)
+
+    def begin(self, exchange: Exchange) -> None:
+        self.live.add(exchange)
+
+    def end(self, exchange: Exchange) -> None:
+        """Record one ended request."""
+        self.live.discard(exchange)
+        upstream, meter = exchange.upstream, exchange.meter
+        status = exchange.status if exchange.status is not None else 0
+        model = self.models.label(exchange.model, accepted=0 < status < 400)
+        child = self._child
+        child(self.requests, upstream, model, route_label(exchange.path), str(status)).inc()
+        for kind, count in exchange.all_repairs().items():
+            # A call recovered from text is counted as "markup-in-content:<dialect>".
+            kind, _, dialect = kind.partition(":")
+            child(self.repairs, upstream, model, kind).inc(count)
+            if kind == Repair.MARKUP_IN_CONTENT:
+                child(self.text_tool_calls, upstream, model, dialect or "unknown").inc(count)
+        for failed, kind in exchange.upstream_errors:
+            child(self.upstream_errors, failed, kind).inc()
+        if meter.bytes_in:
+            child(self.bytes, upstream, "received").inc(meter.bytes_in)
+        if meter.bytes_out:
+            child(self.bytes, upstream, "sent").inc(meter.bytes_out)
+            child(self.chunks, upstream).inc(meter.writes)
+        if (added := meter.headers_added()) is not None:
+            child(self.headers_added, upstream).observe(added)
+        if (added := meter.first_byte_added()) is not None:
+            rewritten = "yes" if exchange.rewritten else "no"
+            child(self.first_byte_added, upstream, rewritten).observe(added)
+        if meter.processing:
+            self.chunk_processing.add(upstream, meter.processing)
+
+
+METRICS = web.AppKey("metrics", Metrics)
+
+
+async def handle_metrics(request: web.Request) -> web.Response:
+    # The format follows the scraper's Accept header (Prometheus text or OpenMetrics).
+    encode, content_type = choose_encoder(request.headers.get(hdrs.ACCEPT, ""))
+    body = encode(request.app[METRICS].registry)
+    # The content type carries its own charset parameter, so it goes in as a raw header.
+    return web.Response(body=body, headers={hdrs.CONTENT_TYPE: content_type})

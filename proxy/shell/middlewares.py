@@ -1,0 +1,62 @@
+"""Middlewares: a request id on every request, and errors as OpenAI-shaped JSON."""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from typing import Final
+
+import orjson
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+from proxy.core.errors import ProxyError
+from proxy.shell.app_state import REQUEST_ID
+
+log = logging.getLogger("toolcall_proxy")
+
+# A client's id is echoed and forwarded, so it must be a short, header-safe token.
+_CLIENT_ID: Final = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+
+def error_body(message: str, type_: str, status: int) -> bytes:
+    return orjson.dumps({"error": {"message": message, "type": type_, "code": status}})
+
+
+def error_response(status: int, message: str, type_: str) -> web.Response:
+    return web.Response(
+        status=status, body=error_body(message, type_, status), content_type="application/json"
+    )
+
+
+@web.middleware
+async def request_id_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    given = request.headers.get("X-Request-Id", "")
+    request_id = given if _CLIENT_ID.fullmatch(given) else uuid.uuid4().hex
+    request[REQUEST_ID] = request_id
+    try:
+        response = await handler(request)
+    except web.HTTPException as exc:
+        exc.headers["X-Request-Id"] = request_id
+        raise
+    if not response.prepared:
+        response.headers["X-Request-Id"] = request_id
+    return response
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Turn errors raised before the response started into JSON with the right status."""
+    try:
+        return await handler(request)
+    except ProxyError as exc:
+        if exc.status >= 500:
+            log.warning("%s %s: %s", request.method, request.path, exc.message)
+        response = error_response(exc.status, exc.message, exc.type)
+        response.headers.extend(exc.headers)
+        return response
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return error_response(exc.status, exc.reason, "invalid_request_error")

@@ -1,0 +1,196 @@
+"""The one loop on the streaming path: upstream reads -> (optional rewriting core) -> client.
+
+The pump decides nothing about tool calls. Without a rewriter each upstream read is written
+to the client as it is, at once. With one, reads go through the SSE decoder and the rewriter,
+and whatever they release is written at once; nothing waits for the next read.
+
+How a stream ends decides what the client sees:
+* the upstream body completed (last chunk of a chunked body, full Content-Length, or close of
+  a close-delimited body): the rewriter closes cleanly (it may add a finish chunk and
+  ``[DONE]``), and the response ends normally;
+* the upstream dropped, stalled past the idle timeout, or broke the framing: everything
+  received so far (and whatever the rewriter held) is written, then the caller aborts the
+  client connection so the client sees a truncated stream, never a clean end;
+* the client read nothing for the client write timeout: the caller aborts its connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Callable
+from time import perf_counter
+from types import TracebackType
+from typing import Protocol
+
+from aiohttp import ClientError, ClientPayloadError, ClientResponse, web
+from aiohttp.http_exceptions import HttpProcessingError
+
+from proxy.shell.meter import StreamMeter
+
+
+class StreamRewriter(Protocol):
+    """The core's side of a rewritten stream (proxy.core.protocols.chat.rewriter.SSERewriter)."""
+
+    def feed(self, chunk: bytes) -> list[bytes]: ...
+
+    def close(self, *, complete: bool) -> list[bytes]: ...
+
+
+class End(enum.Enum):
+    COMPLETE = "complete"  # the upstream body ended as its framing said it would
+    DROPPED = "dropped"  # the upstream connection closed or reset mid-body
+    IDLE_TIMEOUT = "idle_timeout"  # no upstream bytes for timeouts.idle seconds
+    CLIENT_STALLED = "client_stalled"  # a write waited timeouts.client_write for the client
+
+
+class _Watchdog:
+    """``asyncio.timeout`` for the two waits of the loop: a read that waited ``idle`` seconds
+    for the upstream, and a write that waited ``client_write`` seconds for the client.
+
+    Moving a deadline on every read and write costs a timer handle and a heap push per chunk.
+    Instead the pump notes when its current wait began and which one it is, and one timer,
+    armed once per period, reads that note: it expires the deadline (the wait is cancelled
+    and the ``async with`` raises TimeoutError) or re-arms for the current wait's end.
+    """
+
+    __slots__ = ("_deadline", "_handle", "_idle", "_loop", "_write", "limit", "reading", "since")
+
+    def __init__(self, idle: float, client_write: float) -> None:
+        self._idle = idle
+        self._write = client_write
+        self._deadline = asyncio.timeout(None)
+        self.since = 0.0
+        self.limit = idle
+        self.reading = True
+
+    async def __aenter__(self) -> _Watchdog:
+        await self._deadline.__aenter__()
+        self._loop = asyncio.get_running_loop()
+        self.since = self._loop.time()
+        self._handle = self._loop.call_at(self.since + self._idle, self._check)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._handle.cancel()
+        await self._deadline.__aexit__(exc_type, exc, tb)
+
+    def wait(self, *, reading: bool) -> None:
+        """A new wait begins: for the upstream (``reading``) or for the client."""
+        self.since = now = self._loop.time()
+        self.reading = reading
+        self.limit = self._idle if reading else self._write
+        if now + self.limit < self._handle.when():  # a shorter wait than the timer covers
+            self._handle.cancel()
+            self._handle = self._loop.call_at(now + self.limit, self._check)
+
+    def _check(self) -> None:
+        now = self._loop.time()
+        if now - self.since >= self.limit:
+            self._deadline.reschedule(now)
+        else:
+            self._handle = self._loop.call_at(self.since + self.limit, self._check)
+
+
+async def pump(
+    upstream: ClientResponse,
+    downstream: web.StreamResponse,
+    *,
+    idle_timeout: float,
+    client_write_timeout: float,
+    rewriter: StreamRewriter | None = None,
+    meter: StreamMeter | None = None,
+) -> End:
+    """Copy the upstream body to the client until it ends; return how it ended."""
+    meter = StreamMeter() if meter is None else meter
+    was_reset = watch_connection(upstream)
+    end = End.COMPLETE
+    watchdog = _Watchdog(idle_timeout, client_write_timeout)
+    try:
+        async with watchdog:
+            while True:
+                watchdog.wait(reading=True)
+                try:
+                    chunk = await upstream.content.readany()
+                except (ClientError, HttpProcessingError):
+                    end = End.DROPPED
+                    break
+                # A client that reads slowly is backpressure (the upstream waits with it);
+                # one that reads nothing at all for client_write_timeout is given up on, so
+                # that it cannot hold a stream, its memory and its upstream slot forever.
+                watchdog.wait(reading=False)
+                if not chunk:
+                    if was_reset():
+                        end = End.DROPPED
+                    break
+                if rewriter is None:
+                    meter.relayed(chunk)
+                    await downstream.write(chunk)
+                    continue
+                meter.received(chunk)
+                started = perf_counter()
+                out = rewriter.feed(chunk)
+                meter.processing.append(perf_counter() - started)
+                if out:
+                    data = out[0] if len(out) == 1 else b"".join(out)
+                    meter.sending(data)
+                    await downstream.write(data)
+    except TimeoutError:
+        end = End.IDLE_TIMEOUT if watchdog.reading else End.CLIENT_STALLED
+    if rewriter is not None and end is not End.CLIENT_STALLED:
+        started = perf_counter()
+        out = rewriter.close(complete=end is End.COMPLETE)
+        meter.processing.append(perf_counter() - started)
+        if out:
+            data = b"".join(out)
+            meter.sending(data)
+            try:
+                async with asyncio.timeout(client_write_timeout):
+                    await downstream.write(data)
+            except TimeoutError:
+                end = End.CLIENT_STALLED
+    return end
+
+
+def watch_connection(upstream: ClientResponse) -> Callable[[], bool]:
+    """Make a dead upstream connection visible to the body reader; return "was it reset?".
+
+    Two things aiohttp's reader does not say on its own (aiohttp 3.14): a framing error in
+    the middle of a chunked body closes the connection without waking the reader, which would
+    then wait for the idle timeout; and a close-delimited body (no length, not chunked) ends
+    the same way whether the upstream closed cleanly or reset the connection. The protocol's
+    ``closed`` future knows both, so the body is failed when the connection dies under it,
+    and a reset counts as a drop for a close-delimited body.
+    """
+    connection = upstream.connection
+    protocol = connection.protocol if connection is not None else None
+    closed = protocol.closed if protocol is not None else None
+    if closed is None:  # the whole body already arrived
+        return lambda: False
+
+    def on_closed(future: asyncio.Future[None]) -> None:
+        cause = None if future.cancelled() else future.exception()
+        content = upstream.content
+        if not content.is_eof() and content.exception() is None:
+            content.set_exception(ClientPayloadError(f"upstream connection lost ({cause!r})"))
+
+    closed.add_done_callback(on_closed)
+    close_delimited = (
+        "Content-Length" not in upstream.headers
+        and "chunked" not in upstream.headers.get("Transfer-Encoding", "").lower()
+    )
+
+    def was_reset() -> bool:
+        return (
+            close_delimited
+            and closed.done()
+            and not closed.cancelled()
+            and closed.exception() is not None
+        )
+
+    return was_reset

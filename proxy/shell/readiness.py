@@ -1,0 +1,93 @@
+"""``GET /-/ready``: 200 when every configured upstream answers, 503 naming those that do not.
+
+Liveness (``/-/health``) says the proxy itself serves; readiness says it can do its job, so a
+load balancer or Kubernetes sends it traffic only then. Each upstream is asked
+``GET <url>/v1/models`` (with its configured credentials), which every OpenAI-compatible
+server serves and which llama-server answers 503 while it loads its model. The answer is
+cached for ``CACHE_SECONDS`` and concurrent probes share one round of checks, so frequent
+probes from many replicas' kubelets cost the upstreams little.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Final
+
+from aiohttp import ClientError, ClientTimeout, hdrs, web
+
+from proxy.core.routing import upstream_url
+from proxy.shell.app_state import STATE, ProxyState, UpstreamConfig
+
+CHECK_PATH: Final = "/v1/models"
+CHECK_TIMEOUT_SECONDS: Final = 2.0
+CACHE_SECONDS: Final = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamCheck:
+    ok: bool
+    detail: str  # "status 200", "status 503", "timed out after 2.0 s", "unreachable: ..."
+
+
+Report = dict[str, UpstreamCheck]
+
+
+class Readiness:
+    def __init__(
+        self, timeout: float = CHECK_TIMEOUT_SECONDS, cache_seconds: float = CACHE_SECONDS
+    ) -> None:
+        self._timeout = timeout
+        self._cache_seconds = cache_seconds
+        self._checked_at = float("-inf")
+        self._report: Report = {}
+        self._pending: asyncio.Task[Report] | None = None
+
+    async def report(self, state: ProxyState) -> Report:
+        loop = asyncio.get_running_loop()
+        if loop.time() - self._checked_at < self._cache_seconds:
+            return self._report
+        if self._pending is None:
+            self._pending = loop.create_task(self._check_all(state))
+        # Shielded: a prober that gives up must not cancel the round others are waiting for.
+        return await asyncio.shield(self._pending)
+
+    async def _check_all(self, state: ProxyState) -> Report:
+        try:
+            upstreams = [state.upstream(u.name) for u in state.router.upstreams]
+            results = await asyncio.gather(*(self._check(state, u) for u in upstreams))
+            self._report = {u.route.name: r for u, r in zip(upstreams, results, strict=True)}
+            self._checked_at = asyncio.get_running_loop().time()
+            return self._report
+        finally:
+            self._pending = None
+
+    async def _check(self, state: ProxyState, upstream: UpstreamConfig) -> UpstreamCheck:
+        headers = {}
+        if upstream.authorization is not None:
+            headers[hdrs.AUTHORIZATION] = upstream.authorization
+        try:
+            async with state.session.get(
+                upstream_url(upstream.route.base_url, CHECK_PATH),
+                headers=headers,
+                allow_redirects=False,
+                timeout=ClientTimeout(total=self._timeout),
+            ) as resp:
+                return UpstreamCheck(resp.status == 200, f"status {resp.status}")
+        except TimeoutError:
+            return UpstreamCheck(False, f"timed out after {self._timeout:g} s")
+        except ClientError as exc:
+            return UpstreamCheck(False, f"unreachable: {type(exc).__name__}")
+
+
+READINESS = web.AppKey("readiness", Readiness)
+
+
+async def handle_ready(request: web.Request) -> web.Response:
+    report = await request.app[READINESS].report(request.app[STATE])
+    ready = all(check.ok for check in report.values())
+    body = {
+        "status": "ready" if ready else "not ready",
+        "upstreams": {name: {"ok": c.ok, "detail": c.detail} for name, c in report.items()},
+    }
+    return web.json_response(body, status=200 if ready else 503)
