@@ -14,6 +14,7 @@ from proxy.core.errors import ConfigError
 from proxy.core.markup.base import Extractor, Tools
 from proxy.core.markup.block import Dialect
 from proxy.core.markup.deepseek import DeepSeek
+from proxy.core.markup.deepseek_v32 import DeepSeekV32
 from proxy.core.markup.extractor import MarkupExtractor
 from proxy.core.markup.glm import Glm
 from proxy.core.markup.granite import Granite
@@ -21,9 +22,12 @@ from proxy.core.markup.harmony import Harmony
 from proxy.core.markup.hermes import Hermes
 from proxy.core.markup.kimi_k2 import KimiK2
 from proxy.core.markup.llama3_json import Llama3Json
+from proxy.core.markup.minimax import MiniMax
 from proxy.core.markup.mistral import Mistral
 from proxy.core.markup.pythonic import Pythonic
 from proxy.core.markup.qwen3_coder import Qwen3Coder
+from proxy.core.markup.seed_oss import SeedOss
+from proxy.core.markup.step3 import Step3
 
 # Order matters where dialects share a marker (<tool_call>): the first to recognise the
 # block's content takes it.
@@ -32,11 +36,15 @@ DIALECTS: Final[Mapping[str, type[Dialect]]] = {
     for dialect in (
         Hermes,
         Qwen3Coder,
+        SeedOss,
         Glm,
+        MiniMax,
         Mistral,
         Llama3Json,
         Pythonic,
         DeepSeek,
+        DeepSeekV32,
+        Step3,
         KimiK2,
         Harmony,
         Granite,
