@@ -11,6 +11,7 @@ import argparse
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Final, Literal
 
 import orjson
 
@@ -43,7 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dialects", default="auto", help='"auto" (default), "none" or a comma-separated list'
     )
     parser.add_argument(
-        "--extract-from-reasoning", action="store_true", help="also look in reasoning text"
+        "--extract-from-reasoning",
+        nargs="?",
+        const="true",
+        default="auto",
+        choices=["auto", "true", "false"],
+        help='look in reasoning text too: "auto" (default: the dialects whose models write calls'
+        ' there), "true" (alone: every dialect) or "false"',
     )
 
 
@@ -58,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     options = NormalizeOptions(
         coalesce=args.output == "coalesced",
         dialects=dialect_names(args.dialects),
-        extract_from_reasoning=args.extract_from_reasoning,
+        extract_from_reasoning=_REASONING[args.extract_from_reasoning],
         max_held_bytes=limits.max_held_bytes,
     )
     result = replay(capture, options, request, limits)
@@ -66,6 +73,13 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.buffer.flush()
     print(summary(result.repairs, unchanged=result.output == capture), file=sys.stderr)
     return 0
+
+
+_REASONING: Final[dict[str, bool | Literal["auto"]]] = {
+    "auto": "auto",
+    "true": True,
+    "false": False,
+}
 
 
 def dialect_names(value: str) -> tuple[str, ...]:

@@ -63,6 +63,15 @@ def check_names(names: Sequence[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
+def reasoning_names(names: Sequence[str], setting: bool | str) -> tuple[str, ...]:
+    """The dialects looked for in reasoning text (``extract_from_reasoning``): all of
+    ``names`` (true), none (false), or those whose models are known to write their calls in
+    their reasoning ("auto", ``Dialect.in_reasoning``)."""
+    if setting == "auto":
+        return tuple(name for name in names if DIALECTS[name].in_reasoning)
+    return tuple(names) if setting is True else ()
+
+
 def build_extractor(names: Sequence[str], tools: Tools) -> Extractor | None:
     """The content parser for one choice, or None when no dialect applies."""
     selected = check_names(names)

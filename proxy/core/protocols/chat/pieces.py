@@ -47,6 +47,7 @@ class StreamContext:
     tools: list[JSONObject]
     fallback_name: str | None  #: the name a nameless call must have, from the request
     ids: IdPool
+    reasoning_dialect_names: tuple[str, ...] = ()  #: the dialects for reasoning text
     repairs: Counter[str] = field(default_factory=Counter)
     dropped: list[str] = field(default_factory=list)
     held: int = 0  #: characters held or kept for checking, across the stream
