@@ -67,9 +67,10 @@ def reasoning_names(names: Sequence[str], setting: bool | str) -> tuple[str, ...
     """The dialects looked for in reasoning text (``extract_from_reasoning``): all of
     ``names`` (true), none (false), or those whose models are known to write their calls in
     their reasoning ("auto", ``Dialect.in_reasoning``)."""
+    selected = check_names(names)
     if setting == "auto":
-        return tuple(name for name in names if DIALECTS[name].in_reasoning)
-    return tuple(names) if setting is True else ()
+        return tuple(name for name in selected if DIALECTS[name].in_reasoning)
+    return selected if setting is True else ()
 
 
 def build_extractor(names: Sequence[str], tools: Tools) -> Extractor | None:
