@@ -104,7 +104,7 @@ class InvokeBlock(ParamsBlock):
         self._value_end_tag = tags.value_end()
         self._string: bool | None = None
 
-    def tag_attributes(self, final: bool) -> Attributes | None:
+    def tag_attributes(self, final: bool, with_string: bool = False) -> Attributes | None:
         """The attributes of the tag at the cursor, up to and past its ``>``."""
         end = self.buf.find(">", self.pos, self.pos + MAX_TAG)
         if end < 0:
@@ -113,7 +113,7 @@ class InvokeBlock(ParamsBlock):
             if "<" in self.buf[self.pos :]:
                 raise Broken("a tag inside a tag")
             return None
-        found = attributes(self.buf[self.pos : end], self.tags.string_attr)
+        found = attributes(self.buf[self.pos : end], with_string)
         self.pos = end + 1
         return found
 
@@ -146,7 +146,7 @@ class InvokeBlock(ParamsBlock):
         return True
 
     def _parameter(self, final: bool) -> bool:
-        found = self.tag_attributes(final)
+        found = self.tag_attributes(final, self.tags.string_attr)
         if found is None:
             return False
         self._key = found.name
