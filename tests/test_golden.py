@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from proxy.core.markup import check_names
 from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo
 from proxy.core.repairs import DETECTED_ONLY
 from tests import strict_checker
@@ -35,11 +36,20 @@ SYNTHESIZED_ID = re.compile(r"[A-Za-z0-9]{9}")
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
 
 
+def case_dialects(case: dict[str, Any]) -> tuple[str, ...]:
+    """The markup dialects a case is replayed with: none, unless it names them ("auto" or a
+    list, as ``upstreams[].dialects`` takes them)."""
+    named = case.get("dialects", "none")
+    if named == "none":
+        return ()
+    return check_names(["auto"] if named == "auto" else named)
+
+
 def normalize(case: dict[str, Any], form: str, pieces: list[bytes] | bytes | None = None):
     body = pieces if pieces is not None else (GOLDEN / f"{case['name']}.in.sse").read_bytes()
     return run(
         body,
-        options=NormalizeOptions(coalesce=form == "S2"),
+        options=NormalizeOptions(coalesce=form == "S2", dialects=case_dialects(case)),
         request=RequestInfo.from_body(REQUESTS[case["request"]]),
         complete=case["complete"],
     )

@@ -287,7 +287,13 @@ async def test_metrics_speak_openmetrics_to_a_scraper_that_asks(
 # Repairs: every golden case of the normalizer, replayed through the proxy ----------------
 
 GOLDEN = Path(__file__).parent / "golden"
-CASES: list[dict[str, Any]] = json.loads((GOLDEN / "cases.json").read_text())
+# The golden outputs are made without markup dialects, except for the cases that name them;
+# the proxy here runs without, so those are left to the dialect counting test below.
+CASES: list[dict[str, Any]] = [
+    case
+    for case in json.loads((GOLDEN / "cases.json").read_text())
+    if case.get("dialects", "none") == "none"
+]
 REQUESTS: dict[str, Any] = json.loads((GOLDEN / "requests.json").read_text())
 
 
