@@ -151,3 +151,18 @@ def test_deepseek_v32_a_broken_parameter_tag_closes_the_call_with_an_error():
     assert call.error
     assert call.args == "{"
     assert text(out).startswith(' name="city" string="maybe">')
+
+
+def test_deepseek_v32_a_tag_broken_by_a_bracket_breaks_the_same_way_however_it_is_cut():
+    """Found by fuzzing: a ``<`` inside a parameter tag was judged before the tag's ``>``
+    arrived when cut, after it when whole, with different reasons on the call's close."""
+    markup = (
+        f'{FC}\n<｜DSML｜invoke name="get_weather">\n'
+        '<｜DSML｜parameter name="city" string="true">Zürich</｜DSML｜parameter>\n'
+        '<｜DSML｜parameter name<"options" string="false">{"units": 1}</｜DSML｜parameter>\n'
+        f"</｜DSML｜invoke>\n{FC_END}"
+    )
+    whole = run([markup], ["deepseek_v32"])
+    assert calls(whole)[0].error
+    for chunks in cuts(markup).values():
+        assert run(chunks, ["deepseek_v32"]) == whole

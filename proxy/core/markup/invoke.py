@@ -106,15 +106,17 @@ class InvokeBlock(ParamsBlock):
 
     def tag_attributes(self, final: bool, with_string: bool = False) -> Attributes | None:
         """The attributes of the tag at the cursor, up to and past its ``>``."""
-        end = self.buf.find(">", self.pos, self.pos + MAX_TAG)
+        # the same verdict however the tag was cut: a "<" before the end, then the length
+        window = self.buf[self.pos : self.pos + MAX_TAG]
+        end, inner = window.find(">"), window.find("<")
+        if inner >= 0 and (end < 0 or inner < end):
+            raise Broken("a tag inside a tag")
         if end < 0:
-            if final or len(self.buf) - self.pos >= MAX_TAG:
+            if final or len(window) >= MAX_TAG:
                 raise Broken("a tag that does not end")
-            if "<" in self.buf[self.pos :]:
-                raise Broken("a tag inside a tag")
             return None
-        found = attributes(self.buf[self.pos : end], with_string)
-        self.pos = end + 1
+        found = attributes(window[:end], with_string)
+        self.pos += end + 1
         return found
 
     def _calls(self, final: bool) -> bool:
