@@ -21,11 +21,10 @@ from typing import Any
 
 import pytest
 
-from proxy.core.markup import check_names
 from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo
 from proxy.core.repairs import DETECTED_ONLY
 from tests import strict_checker
-from tests.normalize_helpers import bytewise, eventwise, random_cuts, run
+from tests.normalize_helpers import bytewise, case_dialects, eventwise, random_cuts, run
 
 GOLDEN = Path(__file__).parent / "golden"
 FIXTURES = Path(__file__).parent / "fixtures" / "upstream"
@@ -34,15 +33,6 @@ REQUESTS: dict[str, Any] = json.loads((GOLDEN / "requests.json").read_text(encod
 FORMS = {"S1": ".out.sse", "S2": ".s2.out.sse"}
 SYNTHESIZED_ID = re.compile(r"[A-Za-z0-9]{9}")
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
-
-
-def case_dialects(case: dict[str, Any]) -> tuple[str, ...]:
-    """The markup dialects a case is replayed with: none, unless it names them ("auto" or a
-    list, as ``upstreams[].dialects`` takes them)."""
-    named = case.get("dialects", "none")
-    if named == "none":
-        return ()
-    return check_names(["auto"] if named == "auto" else named)
 
 
 def normalize(case: dict[str, Any], form: str, pieces: list[bytes] | bytes | None = None):
