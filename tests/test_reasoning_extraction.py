@@ -124,7 +124,10 @@ def test_the_setting_refuses_other_words(tmp_path: Path):
         load_settings(path)
 
 
-@pytest.mark.parametrize(("flag", "found"), [([], 1), (["--extract-from-reasoning", "false"], 0)])
+@pytest.mark.parametrize(
+    ("flag", "found"),
+    [([], 1), (["--extract-from-reasoning"], 1), (["--no-extract-from-reasoning"], 0)],
+)
 def test_fix_takes_the_setting_too(tmp_path: Path, capsysbinary, flag, found):
     capture = tmp_path / "capture.sse"
     capture.write_bytes(reasoning_stream(MINIMAX))

@@ -11,7 +11,6 @@ import argparse
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Final, Literal
 
 import orjson
 
@@ -45,12 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--extract-from-reasoning",
-        nargs="?",
-        const="true",
+        action=argparse.BooleanOptionalAction,
         default="auto",
-        choices=["auto", "true", "false"],
-        help='look in reasoning text too: "auto" (default: the dialects whose models write calls'
-        ' there), "true" (alone: every dialect) or "false"',
+        help="also look in reasoning text with every dialect (--no-...: not at all; neither:"
+        " the dialects whose models write calls there)",
     )
 
 
@@ -65,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     options = NormalizeOptions(
         coalesce=args.output == "coalesced",
         dialects=dialect_names(args.dialects),
-        extract_from_reasoning=_REASONING[args.extract_from_reasoning],
+        extract_from_reasoning=args.extract_from_reasoning,
         max_held_bytes=limits.max_held_bytes,
     )
     result = replay(capture, options, request, limits)
@@ -73,13 +70,6 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.buffer.flush()
     print(summary(result.repairs, unchanged=result.output == capture), file=sys.stderr)
     return 0
-
-
-_REASONING: Final[dict[str, bool | Literal["auto"]]] = {
-    "auto": "auto",
-    "true": True,
-    "false": False,
-}
 
 
 def dialect_names(value: str) -> tuple[str, ...]:

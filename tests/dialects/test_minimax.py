@@ -24,7 +24,20 @@ SEARCH = {
         },
     },
 }
-GUIDE_TOOLS = [WEATHER, SEARCH]
+PROFILE = {
+    "type": "function",
+    "function": {
+        "name": "update_profile",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "nickname": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                "config": {"anyOf": [{"type": "object"}, {"type": "null"}]},
+            },
+        },
+    },
+}
+GUIDE_TOOLS = [WEATHER, SEARCH, PROFILE]
 
 
 def invoke(name: str, quote: str = '"', **params: str) -> str:
@@ -89,6 +102,19 @@ CASES = {
         '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">\n'
         "  São Paulo\n  centro\n\n</parameter>\n</invoke>\n</minimax:tool_call>",
         [Call("get_weather", {"city": "  São Paulo\n  centro\n"})],
+        "",
+    ),
+    "vLLM's anyOf-nullable parameters": (
+        block(
+            invoke("update_profile", nickname="Alice", config='{"theme": "dark", "fontSize": 14}'),
+            invoke("update_profile", nickname="null", config="null"),
+        ),
+        [
+            Call(
+                "update_profile", {"nickname": "Alice", "config": {"theme": "dark", "fontSize": 14}}
+            ),
+            Call("update_profile", {"nickname": None, "config": None}),
+        ],
         "",
     ),
     "nested object and a value that fits no type": (
