@@ -18,7 +18,11 @@ from proxy.shell.handlers import handle_proxy
 from proxy.shell.keepalive import reuse_tracing
 from proxy.shell.limits import Slots
 from proxy.shell.metrics import METRICS, Metrics, handle_metrics
-from proxy.shell.middlewares import error_middleware, request_id_middleware
+from proxy.shell.middlewares import (
+    error_middleware,
+    request_id_middleware,
+    request_line_middleware,
+)
 from proxy.shell.readiness import READINESS, Readiness, handle_ready
 
 # The proxy's own endpoints live under a prefix that no LLM server uses, so that an upstream's
@@ -62,6 +66,7 @@ def create_app(settings: Settings) -> web.Application:
         request_id_middleware,
         access_middleware(OWN_PREFIX),
         error_middleware,
+        request_line_middleware,
     ]
     if settings.auth.enabled:  # innermost: a 401 is logged and shaped like any error
         middlewares.append(auth_middleware(ClientKeys(settings.auth.client_keys()), PUBLIC))

@@ -41,6 +41,7 @@ from proxy.shell.app_state import (
     is_chat_completion,
     stream_normalizer,
 )
+from proxy.shell.body import read_body
 from proxy.shell.exchange import EXCHANGE
 from proxy.shell.forwarded import set_forwarded
 from proxy.shell.headers import end_to_end
@@ -48,9 +49,6 @@ from proxy.shell.pump import End, pump
 from proxy.shell.random_ids import new_id_factory
 
 log = logging.getLogger("toolcall_proxy")
-
-# Bodies of these types are streamed to the upstream without being read for routing.
-_STREAMED_BODY_TYPES = ("multipart/", "application/octet-stream", "audio/", "image/", "video/")
 
 
 async def handle_proxy(request: web.Request) -> web.StreamResponse:
@@ -62,37 +60,29 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
         raise ClientRequestError("the request path has dot segments")
     if request.method == "GET" and request.path == "/v1/models":
         return await handle_models(request)
-    body, payload = await _read_body(request)
-    model = payload.get("model") if isinstance(payload, dict) else None
-    model = model if isinstance(model, str) else None
+    body, facts = await read_body(
+        request,
+        limit=state.settings.limits.max_request_body_bytes,
+        time_limit=state.settings.timeouts.request_body,
+    )
     exchange = request[EXCHANGE]
-    exchange.model = model
-    upstream = state.upstream(state.router.route(model).name)
+    exchange.model = facts.model
+    upstream = state.upstream(state.router.route(facts.model).name)
     exchange.upstream = upstream.route.name
     with upstream.slots.take():
         async with UpstreamCall(request, state, upstream, body) as resp:
-            return await _respond(request, state, upstream, payload, resp)
-
-
-async def _read_body(request: web.Request) -> tuple[bytes | None, object]:
-    """Read the body when it may be JSON that routing needs; None means stream it through."""
-    if not request.body_exists:
-        return b"", None
-    content_type = request.headers.get(hdrs.CONTENT_TYPE, "").lower()
-    if content_type.startswith(_STREAMED_BODY_TYPES):
-        return None, None
-    body = await request.read()  # bounded by the app's client_max_size (413 above it)
-    try:
-        return body, orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return body, None
+            return await _respond(request, state, upstream, facts.info, resp)
 
 
 class UpstreamCall:
     """Send the request upstream and map failures before the response to 502/504."""
 
     def __init__(
-        self, request: web.Request, state: ProxyState, upstream: UpstreamConfig, body: bytes | None
+        self,
+        request: web.Request,
+        state: ProxyState,
+        upstream: UpstreamConfig,
+        body: bytes | bytearray | None,
     ) -> None:
         self._request = request
         self._state = state
@@ -179,7 +169,7 @@ async def _respond(
     request: web.Request,
     state: ProxyState,
     upstream: UpstreamConfig,
-    payload: object,
+    info: RequestInfo,
     resp: ClientResponse,
 ) -> web.StreamResponse:
     exchange = request[EXCHANGE]
@@ -192,11 +182,11 @@ async def _respond(
         if is_chat_completion(request):
             body, complete = await _read_capped(resp, state.settings.limits.max_response_body_bytes)
         if complete:
-            return _completion_response(request, upstream, payload, resp, body)
+            return _completion_response(request, upstream, info, resp, body)
         head = body  # too large to hold: what was read goes out first, the rest streams
     normalizer = None
     if rewritable and media_type == "text/event-stream":
-        normalizer = stream_normalizer(upstream, request, payload)
+        normalizer = stream_normalizer(upstream, request, info)
     response = web.StreamResponse(status=resp.status, reason=resp.reason)
     drop = (hdrs.CONTENT_LENGTH,) if normalizer is not None else ()
     response.headers.extend(end_to_end(resp.headers, drop=drop))
@@ -266,7 +256,7 @@ async def _read_capped(resp: ClientResponse, limit: int) -> tuple[bytes, bool]:
 def _completion_response(
     request: web.Request,
     upstream: UpstreamConfig,
-    payload: object,
+    info: RequestInfo,
     resp: ClientResponse,
     body: bytes,
 ) -> web.Response:
@@ -274,9 +264,7 @@ def _completion_response(
     assert upstream.normalize is not None
     exchange = request[EXCHANGE]
     exchange.meter.received(body)
-    fixed, repairs = normalize_completion(
-        body, upstream.normalize, RequestInfo.from_body(payload), new_id=new_id_factory()
-    )
+    fixed, repairs = normalize_completion(body, upstream.normalize, info, new_id=new_id_factory())
     exchange.completion_rewritten(resp.status, repairs)
     exchange.meter.sending(fixed)
     if repairs:
