@@ -33,7 +33,7 @@ def test_the_readme_repair_table_names_every_kind_of_the_catalog_and_no_other() 
     catalog = {kind.value for kind in Repair}
     undocumented = sorted(catalog - documented)
     unknown = sorted(documented - catalog)
-    assert not undocumented and not unknown, (
+    assert (undocumented, unknown) == ([], []), (
         f"in proxy/core/repairs.py but missing from the README's repair table: {undocumented};"
         f" in the README's repair table but missing from proxy/core/repairs.py: {unknown}"
     )

@@ -7,9 +7,10 @@ A JSON body is read whole, because its ``model`` chooses the upstream. Three bou
 - time: the whole body must arrive within ``timeouts.request_body`` of its headers, or the
   client gets 408 and its connection is closed (a client that sends a length and then goes
   silent would otherwise hold it for as long as it likes);
-- memory: the body is kept once, as read, and forwarded as those bytes; the parsed JSON lives
-  only until the few fields the proxy uses (:class:`BodyFacts`) are taken out of it, so a
-  request costs about one copy of its body, not three.
+- memory: the body is kept once, as read, and forwarded as those bytes, in slices
+  (:class:`ForwardedBody`) so that the socket's buffer never holds a second copy; the parsed
+  JSON lives only until the few fields the proxy uses (:class:`BodyFacts`) are taken out of
+  it, so a request costs about one copy of its body, not three.
 
 Uploads (multipart, audio, images, octet streams) are not read here: they stream through to
 the upstream, which bounds their size.
@@ -19,10 +20,12 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import orjson
 from aiohttp import hdrs, web
+from aiohttp.abc import AbstractStreamWriter
+from aiohttp.payload import Payload
 
 from proxy.core.errors import ClientRequestError, PayloadTooLarge, RequestTimeout
 from proxy.core.options import RequestInfo
@@ -59,13 +62,16 @@ async def read_body(
         return None, NO_FACTS
     if request.content_length is not None and request.content_length > limit:
         raise PayloadTooLarge(_too_large(limit))
-    body = bytearray()
     try:
         async with asyncio.timeout(time_limit):
-            while chunk := await request.content.readany():
-                body += chunk
-                if len(body) > limit:
-                    raise PayloadTooLarge(_too_large(limit))
+            if request.content_length is not None:
+                body = await _read_exactly(request, request.content_length)
+            else:
+                body = bytearray()
+                while chunk := await request.content.readany():
+                    body += chunk
+                    if len(body) > limit:
+                        raise PayloadTooLarge(_too_large(limit))
     except TimeoutError:
         raise RequestTimeout(
             f"the request body did not arrive within {time_limit:g} s"
@@ -74,6 +80,18 @@ async def read_body(
     except web.RequestPayloadError as exc:  # a broken chunked encoding, a body cut short
         raise ClientRequestError(f"the request body is malformed: {exc}") from None
     return body, facts(body)
+
+
+async def _read_exactly(request: web.Request, length: int) -> bytearray:
+    # Into a buffer of the declared size: a growing one would over-allocate by an eighth and
+    # copy itself on the way (the parser ends the body at the declared length).
+    body = bytearray(length)
+    filled = 0
+    while chunk := await request.content.readany():
+        body[filled : filled + len(chunk)] = chunk
+        filled += len(chunk)
+    del body[filled:]  # nothing, unless the parser let a short body through
+    return body
 
 
 def facts(body: bytes | bytearray) -> BodyFacts:
@@ -92,3 +110,33 @@ def facts(body: bytes | bytearray) -> BodyFacts:
 
 def _too_large(limit: int) -> str:
     return f"the request body is larger than {limit} bytes (limits.max_request_body_bytes)"
+
+
+class ForwardedBody(Payload):
+    """The body read from the client, sent upstream as it is, a slice at a time.
+
+    Given the whole body at once, the event loop's transport copies whatever the socket does
+    not take at once into its own buffer: most of the body, for as long as the upstream takes
+    to read it. Slices, each written once the previous ones drained, keep that copy small.
+    Reusable: a request sent again on a fresh connection writes the body again from the start.
+    """
+
+    SLICE: Final = 256 << 10
+    _autoclose = True  # nothing to close: the body is in memory
+
+    def __init__(self, value: bytes | bytearray, **kwargs: Any) -> None:
+        super().__init__(value, **kwargs)
+        self._size = len(value)
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        return bytes(self._value).decode(encoding, errors)
+
+    async def write(self, writer: AbstractStreamWriter) -> None:
+        await self.write_with_length(writer, None)
+
+    async def write_with_length(
+        self, writer: AbstractStreamWriter, content_length: int | None
+    ) -> None:
+        view = memoryview(self._value)[:content_length]
+        for start in range(0, len(view), self.SLICE):
+            await writer.write(view[start : start + self.SLICE])

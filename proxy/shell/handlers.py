@@ -41,7 +41,7 @@ from proxy.shell.app_state import (
     is_chat_completion,
     stream_normalizer,
 )
-from proxy.shell.body import read_body
+from proxy.shell.body import ForwardedBody, read_body
 from proxy.shell.exchange import EXCHANGE
 from proxy.shell.forwarded import set_forwarded
 from proxy.shell.headers import end_to_end
@@ -97,7 +97,9 @@ class UpstreamCall:
         headers = _upstream_headers(request, self._state.settings, upstream)
         # No body stays no body: an empty bytes value would add a Content-Length the
         # client never sent.
-        data: Any = request.content if self._body is None else (self._body or None)
+        data: Any = request.content
+        if self._body is not None:
+            data = ForwardedBody(self._body) if self._body else None
         try:
             async with asyncio.timeout(timeouts.first_byte):
                 self._resp = await keepalive.request(
