@@ -130,6 +130,33 @@ async def test_a_declared_length_over_the_limit_is_413_before_the_body_is_sent(
     assert upstream.seen == []
 
 
+async def test_a_client_that_asks_before_sending_is_invited_only_under_the_limit(
+    proxy_with,
+) -> None:  # type: ignore[no-untyped-def]
+    """``Expect: 100-continue`` (curl's way for bodies over 1 MiB): a length over the limit
+    gets its 413 instead of "100 Continue", so the client never sends the body."""
+    upstream, proxy = await proxy_with(limits={"max_request_body_bytes": 4096})
+    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+    head = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    )
+    body = b'{"model": "m"}'
+    writer.write(head % len(body))
+    await writer.drain()
+    assert await asyncio.wait_for(reader.readline(), timeout=5) == b"HTTP/1.1 100 Continue\r\n"
+    assert await reader.readline() == b"\r\n"
+    writer.write(body)
+    assert (await asyncio.wait_for(reader.readline(), timeout=5)).split()[1] == b"200"
+    writer.close()
+    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+    writer.write(head % 5000)
+    await writer.drain()
+    assert (await asyncio.wait_for(reader.readline(), timeout=5)).split()[1] == b"413"
+    writer.close()
+    assert [size for *_, size in upstream.seen] == [len(body)]
+
+
 async def test_a_chunked_body_is_413_as_soon_as_it_passes_the_limit(
     proxy_with,
 ) -> None:  # type: ignore[no-untyped-def]

@@ -14,6 +14,7 @@ from proxy.settings import Settings, UpstreamSettings
 from proxy.shell.accesslog import access_middleware
 from proxy.shell.app_state import STATE, ProxyState, UpstreamConfig
 from proxy.shell.auth import ClientKeys, auth_middleware
+from proxy.shell.body import expect_handler
 from proxy.shell.handlers import handle_proxy
 from proxy.shell.keepalive import reuse_tracing
 from proxy.shell.limits import Slots
@@ -102,5 +103,10 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get(OWN_PREFIX + "health", handle_health)
     app.router.add_get(OWN_PREFIX + "ready", handle_ready)
     app.router.add_get(OWN_PREFIX + "metrics", handle_metrics)
-    app.router.add_route("*", "/{tail:.*}", handle_proxy)
+    app.router.add_route(
+        "*",
+        "/{tail:.*}",
+        handle_proxy,
+        expect_handler=expect_handler(settings.limits.max_request_body_bytes),
+    )
     return app
