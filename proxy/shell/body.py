@@ -8,9 +8,9 @@ A JSON body is read whole, because its ``model`` chooses the upstream. Three bou
   client gets 408 and its connection is closed (a client that sends a length and then goes
   silent would otherwise hold it for as long as it likes);
 - memory: the body is kept once, as read, and forwarded as those bytes, in slices
-  (:class:`ForwardedBody`) so that the socket's buffer never holds a second copy; the parsed
-  JSON lives only until the few fields the proxy uses (:class:`BodyFacts`) are taken out of
-  it, so a request costs about one copy of its body, not three.
+  (:class:`ForwardedBody`) so that the socket's buffer never holds a second copy. The parsed
+  JSON is the caller's to drop: a chat completion or passthrough keeps only the few fields
+  the proxy uses (:class:`BodyFacts`), so it costs about one copy of its body, not three.
 
 Uploads (multipart, audio, images, octet streams) are not read here: they stream through to
 the upstream, which bounds their size.
@@ -54,13 +54,13 @@ NO_FACTS: Final = BodyFacts(model=None, info=RequestInfo())
 
 async def read_body(
     request: web.Request, *, limit: int, time_limit: float
-) -> tuple[bytes | bytearray | None, BodyFacts]:
-    """The body to forward (None: stream it through unread) and what it says."""
+) -> tuple[bytes | bytearray | None, object]:
+    """The body to forward (None: stream it through unread) and its parsed JSON (None if not)."""
     if not request.body_exists:
-        return b"", NO_FACTS
+        return b"", None
     content_type = request.headers.get(hdrs.CONTENT_TYPE, "").lower()
     if content_type.startswith(STREAMED_BODY_TYPES):
-        return None, NO_FACTS
+        return None, None
     if _over(request, limit):
         raise PayloadTooLarge(_too_large(limit))
     try:
@@ -80,7 +80,10 @@ async def read_body(
         ) from None
     except web.RequestPayloadError as exc:  # a broken chunked encoding, a body cut short
         raise ClientRequestError(f"the request body is malformed: {exc}") from None
-    return body, facts(body)
+    try:
+        return body, orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body, None
 
 
 async def _read_exactly(request: web.Request, length: int) -> bytearray:
@@ -121,15 +124,11 @@ def _over(request: web.Request, limit: int) -> bool:
     )
 
 
-def facts(body: bytes | bytearray) -> BodyFacts:
-    try:
-        payload = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return NO_FACTS
+def body_facts(payload: object) -> BodyFacts:
+    """What the proxy needs from a parsed body; nothing in it refers back to the body."""
     if not isinstance(payload, dict):
         return NO_FACTS
     model = payload.get("model")
-    # The parsed body goes out of scope on return: only the model and the tools stay alive.
     return BodyFacts(
         model=model if isinstance(model, str) else None, info=RequestInfo.from_body(payload)
     )
