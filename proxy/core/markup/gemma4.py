@@ -1,8 +1,8 @@
 """Gemma 4: ``call:NAME{...}`` between ``<|tool_call>`` and ``<tool_call|>``, in Gemma's own
 object syntax (Google Gemma 4).
 
-Checked against vLLM ``vllm/tool_parsers/gemma4_tool_parser.py`` (its ``_parse_gemma4_args``
-and the format notes there) and the Gemma 4 chat template it follows::
+Checked against vLLM ``vllm/tool_parsers/gemma4_tool_parser.py`` (the format notes and the
+examples of its ``_parse_gemma4_args``, and its tolerance of quoted keys)::
 
     <|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:3,metric:true,
     options:{units:<|"|>C<|"|>},tags:[<|"|>a<|"|>,<|"|>b<|"|>]}<tool_call|>
@@ -11,6 +11,8 @@ Keys are bare (or quoted), ``<|"|>`` (one special token) opens and closes every 
 other values are literals (``42``, ``true``, ``null``; vLLM also reads ``none`` and ``nil``).
 Several calls follow each other without a separator, each in its own tags. The arguments are
 rewritten into JSON as they arrive: strings stream, literals are given out once complete.
+A bare value inside the tags is typed by the parameter's schema, and a string parameter's
+bare value is read as in the stripped form below.
 
 A server that skips special tokens drops the tags and the string delimiters (vLLM notes that
 its ``/responses`` endpoint leaked ``call:fn{...}`` this way), leaving strings bare::
@@ -18,10 +20,11 @@ its ``/responses`` endpoint leaked ``call:fn{...}`` this way), leaving strings b
     call:get_weather{city:Paris, France,days:3}
 
 That form is taken only at the start of the content, for a function and parameters the
-request declared, and only where it parses one way: a bare value is typed by the parameter's
-schema, and the value of a string parameter runs on over ``,`` and ``}`` unless what follows
-is the next declared parameter (``,days:``) or the end of the call (``}`` then the end of the
-content, a line break, ``<tool_call|>`` or the next ``call:``). Anything else fails open.
+request declared, and only where it parses one way, so such a call is held until its end. A
+bare value is typed by the parameter's schema, and the value of a string parameter runs on
+over ``,`` and ``}`` unless what follows is the next declared parameter (``,days:``) or the
+end of the call (``}`` then the end of the content, a line break, ``<tool_call|>`` or the
+next ``call:``). Anything else fails open.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import ClassVar, Final
 
 import orjson
 
-from proxy.core.markup.base import CallArgs, CallClose, CallOpen
+from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Segment
 from proxy.core.markup.block import (
     DONE,
     WHITESPACE,
@@ -100,6 +103,18 @@ class Gemma4Block(BlockParser):
         self._comma = False  # a ',' read, written before the next key or item
         self._key = ""
         self._schema: Schema | None = None  # the schema of the top-level value being read
+        self._deferred: list[Segment] = []  # a stripped call's segments, until it is whole
+
+    def emit(self, *segments: Segment) -> None:
+        """A stripped call has no marker to vouch for it: it is given out only once it has
+        parsed to its end, so that anything less fails open as text."""
+        if not self._stripped:
+            super().emit(*segments)
+            return
+        self._deferred += segments
+        if any(isinstance(segment, CallClose) for segment in segments):
+            deferred, self._deferred = self._deferred, []
+            super().emit(*deferred)
 
     # -- the call ----------------------------------------------------------------------------
 
@@ -113,6 +128,7 @@ class Gemma4Block(BlockParser):
         self._params = self._dialect.schemas.get(name, {})
         self._closers = ["}"]
         self._comma = False
+        self._deferred = []
         self.emit(CallOpen(name), CallArgs("{"))
         self.state = "key"
         return True
