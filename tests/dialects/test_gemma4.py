@@ -71,6 +71,19 @@ CASES = {
         [Call("get_weather", {"city": "Lyon"}), Call("get_time", {})],
         "",
     ),
+    "llama.cpp's test-chat cases: empty list and dict, negative, exponent, nested": (
+        f"{OPEN}call:todo_list{{todos:[]}}{CLOSE}{OPEN}call:set_config{{config:{{}}}}{CLOSE}"
+        f"{OPEN}call:special_function{{arg1:-7}}{CLOSE}{OPEN}call:amount{{orig:1.5e10}}{CLOSE}"
+        f"{OPEN}call:set_config{{config:{{theme:{Q}dark{Q},count:3}}}}{CLOSE}",
+        [
+            Call("todo_list", {"todos": []}),
+            Call("set_config", {"config": {}}),
+            Call("special_function", {"arg1": -7}),
+            Call("amount", {"orig": 1.5e10}),
+            Call("set_config", {"config": {"theme": "dark", "count": 3}}),
+        ],
+        "",
+    ),
     "a trailing comma is dropped": (
         f"{OPEN}call:get_weather{{tags:[{Q}a{Q},],city:{Q}Rome{Q},}}{CLOSE}",
         [Call("get_weather", {"tags": ["a"], "city": "Rome"})],

@@ -2,7 +2,8 @@
 object syntax (Google Gemma 4).
 
 Checked against vLLM ``vllm/tool_parsers/gemma4_tool_parser.py`` (the format notes and the
-examples of its ``_parse_gemma4_args``, and its tolerance of quoted keys)::
+examples of its ``_parse_gemma4_args``, and its tolerance of quoted keys) and the Gemma 4
+cases of llama.cpp ``tests/test-chat.cpp`` (empty lists and dicts, ``-7``, ``1.5e10``)::
 
     <|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:3,metric:true,
     options:{units:<|"|>C<|"|>},tags:[<|"|>a<|"|>,<|"|>b<|"|>]}<tool_call|>
