@@ -102,7 +102,6 @@ class Gemma4Block(BlockParser):
         self._params: dict[str, Schema] = {}
         self._closers: list[str] = []  # the brackets still open, innermost last
         self._comma = False  # a ',' read, written before the next key or item
-        self._key = ""
         self._schema: Schema | None = None  # the schema of the top-level value being read
         self._deferred: list[Segment] = []  # a stripped call's segments, until it is whole
 
@@ -172,7 +171,6 @@ class Gemma4Block(BlockParser):
         top = len(self._closers) == 1
         if top and self._stripped and self._params and key not in self._params:
             raise Broken(f"{key!r} is not a parameter of this function")
-        self._key = key
         self._schema = self._params.get(key) if top else None
         self.emit(CallArgs(self._separator() + string_json(key) + ": "))
         self.state = "colon"
