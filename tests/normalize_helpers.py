@@ -7,9 +7,7 @@ import itertools
 import random
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
-from proxy.core.markup import check_names
 from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.rewriter import SSERewriter
 
@@ -62,12 +60,3 @@ def run(
         out += rewriter.feed(piece)
     out += rewriter.close(complete=complete)
     return b"".join(out), normalizer
-
-
-def case_dialects(case: dict[str, Any]) -> tuple[str, ...]:
-    """The markup dialects a case is replayed with: none, unless it names them ("auto" or a
-    list, as ``upstreams[].dialects`` takes them)."""
-    named = case.get("dialects", "none")
-    if named == "none":
-        return ()
-    return check_names(["auto"] if named == "auto" else named)

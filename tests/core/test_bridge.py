@@ -27,7 +27,7 @@ from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.chat.decode import completion_events
 from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.rewriter import SSERewriter
-from tests.normalize_helpers import bytewise, case_dialects, counting_ids, random_cuts
+from tests.normalize_helpers import bytewise, counting_ids, random_cuts
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 CASES: list[dict[str, Any]] = json.loads((GOLDEN / "cases.json").read_text(encoding="utf-8"))
@@ -53,7 +53,7 @@ def translate(
     case: dict[str, Any], reads: list[bytes], options: NormalizeOptions | None = None
 ) -> tuple[list[StreamEvent], list[bytes]]:
     normalizer = StreamNormalizer(
-        options or NormalizeOptions(dialects=case_dialects(case)),
+        options or NormalizeOptions(dialects=tuple(case.get("dialects", ()))),
         RequestInfo.from_body(REQUESTS[case["request"]]),
         new_id=counting_ids(),
     )
