@@ -130,25 +130,25 @@ class ArgText:
         return "".join(parts), True
 
     def _read_new(self) -> None:
-        """Move the bracket counter over the pieces appended since it last ran."""
+        """Move the bracket counter over the pieces appended since it last ran (joined, so
+        that the regular expressions run over them in one go)."""
         parts = self._parts
-        while self._scanned < len(parts):
-            part = parts[self._scanned]
-            self._scanned += 1
-            if self._scan is _Scan.VALUE:
-                self._count(part, 0)
-            elif self._scan is _Scan.LEAD:
-                rest = part.lstrip()
-                if rest[:1] in ("{", "["):
-                    self._scan = _Scan.VALUE
-                    self._count(part, len(part) - len(rest))
-                elif rest:
-                    self._scan = _Scan.NOT_ONE
-            elif self._scan is _Scan.CLOSED:
-                if part.strip():
-                    self._scan = _Scan.NOT_ONE
-            else:
-                self._scanned = len(parts)
+        if self._scanned == len(parts) or self._scan is _Scan.NOT_ONE:
+            self._scanned = len(parts)
+            return
+        new = "".join(parts[self._scanned :])
+        self._scanned = len(parts)
+        if self._scan is _Scan.VALUE:
+            self._count(new, 0)
+        elif self._scan is _Scan.LEAD:
+            rest = new.lstrip()
+            if rest[:1] in ("{", "["):
+                self._scan = _Scan.VALUE
+                self._count(new, len(new) - len(rest))
+            elif rest:
+                self._scan = _Scan.NOT_ONE
+        elif new.strip():  # after the value closed
+            self._scan = _Scan.NOT_ONE
 
     def _count(self, part: str, i: int) -> None:
         depth, in_string, escaped = self._depth, self._in_string, self._escaped
