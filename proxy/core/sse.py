@@ -232,6 +232,11 @@ def encode_event(data: bytes, *, event: str | None = None) -> bytes:
 DONE: Final = b"data: [DONE]\n\n"
 
 
+def is_done(data: bytes | None) -> bool:
+    """Whether an event's data is Chat Completions' end marker, ``[DONE]``."""
+    return data is not None and data.strip() == b"[DONE]"
+
+
 def slices(data: bytes, size: int) -> list[bytes]:
     """``data`` cut into parts of a little over ``size`` bytes, each ending after a blank line
     (else after a line end) where one follows: so that the work of one huge read can be
