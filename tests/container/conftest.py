@@ -20,6 +20,10 @@ DEPLOY = ROOT / "deploy"
 BUILD_TIMEOUT = 900.0
 LANE = "tests/container/"
 
+# The first test of the lane also makes the base image and builds the images, and a cold
+# debootstrap takes minutes on a slow mirror: far above the suite's 300 s per test.
+LANE_TEST_TIMEOUT = 1800
+
 # What the lane measured, printed by pytest_terminal_summary below.
 MEASURED: dict[str, str] = {}
 
@@ -49,6 +53,12 @@ def build(tag: str, base: BaseImage, *args: str) -> Image:
     seconds = time.monotonic() - started
     size = run(["podman", "image", "inspect", "--format", "{{.Size}}", tag], within=60)
     return Image(tag, int(size.stdout), seconds)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.startswith(LANE):
+            item.add_marker(pytest.mark.timeout(LANE_TEST_TIMEOUT))
 
 
 @pytest.fixture(scope="session")
