@@ -144,8 +144,11 @@ def ensure_base_image() -> BaseImage:
         else:
             made_from = "cached tarball" if tarball.is_file() else "debootstrap"
             if not tarball.is_file():
-                for stale in directory.glob("*.tar"):
+                # Other keys' tarballs, and what a killed run left half made.
+                for stale in [*directory.glob("*.tar"), *directory.glob("*.partial")]:
                     stale.unlink()
+                for stale in directory.glob("tmp*"):
+                    shutil.rmtree(stale, ignore_errors=True)
                 make_rootfs_tarball(mirror, tarball)
             run(
                 ["podman", "import", "--change", f"LABEL {KEY_LABEL}={key}",
