@@ -50,6 +50,7 @@ class UpstreamSettings(_Strict):
     # true: every dialect also in reasoning text; "auto": the dialects whose models write
     # their calls there (proxy.core.markup.reasoning_names)
     extract_from_reasoning: bool | Literal["auto"] = "auto"
+    dedupe_calls: bool = False
     max_concurrent_requests: int | None = Field(
         None, ge=1
     )  # above it: 429, see proxy/shell/limits.py
