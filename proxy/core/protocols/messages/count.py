@@ -36,4 +36,4 @@ def _chars(value: object) -> int:
 
 
 # fields that are not text the model reads: markers, ids, image bytes
-_SKIPPED: Final = frozenset({"type", "cache_control", "id", "tool_use_id", "source"})
+_SKIPPED: Final = frozenset({"type", "role", "cache_control", "id", "tool_use_id", "source"})

@@ -8,7 +8,8 @@
   the cumulative usage) and ``message_stop``.
 * Chat lets the arguments of two calls, or text and a call, interleave; Messages blocks are
   sequential. What arrives for a later block while a call's block is open waits in order in
-  ``_queue`` and goes out when the open call closes. Only a call holds others back: a text or
+  ``_queue`` and goes out when the open call closes, or when the next call opens and the open
+  call's arguments are already a whole JSON object. Only a call holds others back: a text or
   thinking block is simply stopped when something else starts.
 * ``Failed`` -> ``event: error`` with an Anthropic error object, and nothing after it.
   ``Ended(complete=False)`` -> nothing more: the shell aborts the connection.
@@ -38,6 +39,7 @@ from proxy.core.events import (
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.messages.errors import error_object, stream_error_type
 from proxy.core.protocols.messages.message import MessageAccumulator
+from proxy.core.protocols.messages.native_block import InputEnd
 from proxy.core.protocols.messages.request import MessagesContext
 from proxy.core.protocols.messages.wire import encode
 
@@ -51,6 +53,7 @@ class _Call:
     name: str
     pieces: list[str] = field(default_factory=list)
     closed: bool = False
+    end: InputEnd = field(default_factory=InputEnd)
 
 
 @dataclass(slots=True)
@@ -141,6 +144,12 @@ class MessagesEncoder:
 
     def _call_opened(self, call: _Call) -> None:
         self._calls[call.index] = call
+        active = self._active
+        if active is not None and active.end.complete:
+            # the chat decoder closes calls at the finish; arguments that are a whole JSON
+            # object are done, so the next call need not wait for the end of the stream
+            active.closed = True
+            self._call_closed(active.index)
         if self._active is not None or self._queue:
             self._queue.append(call)
         else:
@@ -161,8 +170,9 @@ class MessagesEncoder:
 
     def _arguments(self, index: int, text: str) -> None:
         call = self._calls.get(index)
-        if call is None or not text:
+        if call is None or not text or (call.closed and call is not self._active):
             return
+        call.end.feed(text)
         if call is self._active:
             self._input_delta(text)
         else:

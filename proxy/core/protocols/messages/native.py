@@ -35,7 +35,7 @@ from proxy.core.markup import build_extractor, check_names
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Segment, Text
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.messages import native_fields
-from proxy.core.protocols.messages.native_block import Block, input_parses
+from proxy.core.protocols.messages.native_block import Block, extracts, input_parses
 from proxy.core.protocols.messages.request import convert_tools
 from proxy.core.protocols.messages.wire import encode
 from proxy.core.repairs import Repair, markup_kind
@@ -57,7 +57,7 @@ class NativeMessages:
         self._new_id = new_id
         self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)
         self._request = request if isinstance(request, dict) else {}
-        self._dialects = check_names(dialects) if _extracts(self._request) else ()
+        self._dialects = check_names(dialects) if extracts(self._request) else ()
         self._tools = convert_tools(self._request.get("tools")) if self._dialects else []
         self._out: list[bytes] = []
         self._pending: deque[_Item] = deque()  # events held behind a growing tool block
@@ -387,10 +387,3 @@ class NativeMessages:
     def _take(self) -> list[bytes]:
         out, self._out = self._out, []
         return out
-
-
-def _extracts(request: JSONObject) -> bool:
-    """Markup may become calls only when the client offered tools and did not forbid them."""
-    choice = request.get("tool_choice")
-    none = isinstance(choice, dict) and choice.get("type") == "none"
-    return bool(request.get("tools")) and not none

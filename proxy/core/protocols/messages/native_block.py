@@ -8,6 +8,7 @@ import orjson
 
 from proxy.core.markup.base import Extractor
 from proxy.core.markup.jsonscan import JsonValue
+from proxy.core.protocols.chat.chunks import JSONObject
 
 
 class InputEnd:
@@ -64,3 +65,10 @@ def input_parses(text: str) -> bool:
         return isinstance(orjson.loads(text), dict)
     except orjson.JSONDecodeError:
         return False
+
+
+def extracts(request: JSONObject) -> bool:
+    """Markup may become calls only when the client offered tools and did not forbid them."""
+    choice = request.get("tool_choice")
+    none = isinstance(choice, dict) and choice.get("type") == "none"
+    return bool(request.get("tools")) and not none
