@@ -164,3 +164,23 @@ def test_a_cut_stream_gets_no_clean_finish():
     out, _ = repair(head, complete=False)
     assert out == head
     assert b"message_stop" not in out
+
+
+def test_qwen3_coder_markup_split_across_deltas_becomes_a_tool_use_block():
+    markup = "<tool_call>\n<function=get_weather>\n<parameter=location>\nParis\n</parameter>\n</function>\n</tool_call>"
+    events = streams.hermes_markup(streams.parsed("anthropic-sonnet45-text-only"))
+    deltas = [e for e in events if e["type"] == "content_block_delta"]
+    pieces = ["Let me check. ", markup[:5], markup[5:33], markup[33:], " Done."]
+    for delta, piece in zip(deltas, pieces, strict=True):
+        delta["delta"]["text"] = piece
+    broken = streams.sse(events)
+    expected, _ = repair(broken)
+    for pieces_cut in every_cut(broken, "qwen3"):
+        out, repairs = repair(pieces_cut)
+        assert out == expected
+        assert repairs["markup-in-content:qwen3_coder"] == 1
+    result = check(expected)
+    assert [(b["name"], b["input"]) for b in result.tool_uses] == [
+        ("get_weather", {"location": "Paris"})
+    ]
+    assert result.message["stop_reason"] == "tool_use"
