@@ -53,5 +53,5 @@ PROTOCOL = ClientProtocol(
     error_body=error_body,
     native=native,
     native_completion=native_completion,
-    local={"/messages/count_tokens": count_tokens},
+    local={"/count_tokens": count_tokens},
 )
