@@ -30,7 +30,7 @@ from proxy.core.events import (
     Usage,
 )
 from proxy.core.protocols.chat.chunks import INVALID, JSONObject, loads
-from proxy.core.sse import DONE, Event
+from proxy.core.sse import Event, is_done
 
 _REASONING_KEYS: Final = ("reasoning_content", "reasoning")
 _FINISH: Final = {reason.value: reason for reason in FinishReason}
@@ -48,7 +48,7 @@ class ChatDecoder:
         self.ignored = 0  #: data events that were not a chunk this decoder reads
 
     def feed_event(self, event: Event) -> list[StreamEvent]:
-        if event.data is None or event.data == DONE:
+        if event.data is None or is_done(event.data):
             return []
         value = loads(event.data)
         if not isinstance(value, dict):
