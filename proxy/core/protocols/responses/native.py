@@ -108,7 +108,7 @@ class NativeStream(ItemFlow):
         for item in self._decoder.close():
             self._take(item)
         if complete and self._waiting is not None:
-            self._name_known(self._waiting, None)
+            self.name_known(self._waiting, None)
         for up in list(self._by_id.values()):
             if up.extractor is not None:
                 native_text.end_extraction(self, up)
@@ -230,13 +230,13 @@ class NativeStream(ItemFlow):
 
     def _terminal(self, ev: Ev) -> None:
         if self._waiting is not None:
-            self._name_known(self._waiting, None)
+            self.name_known(self._waiting, None)
         for up in list(self._by_id.values()):
             if up.extractor is not None:
                 native_text.end_extraction(self, up)
         while self._open is not None or self._held or self._waiting is not None:
             if self._waiting is not None:
-                self._name_known(self._waiting, None)
+                self.name_known(self._waiting, None)
             elif self._open is not None:
                 self.repair(Repair.ITEM_DONE_MISSING)
                 self.close_early(self._open)

@@ -36,6 +36,7 @@ class ItemFlow:
         self._waiting: Up | None = None  # a call whose name has not come yet
         self._held: list[Ev] = []  # events of items that must wait for the open one
         self.markup_call: Out | None = None  # a call being taken out of a message's text
+        self._extracting: Up | None = None  # the message whose text goes through markup
         self._cut = False  # a call ended with unparsable arguments
 
     # what the stream half provides
@@ -81,41 +82,38 @@ class ItemFlow:
         if not isinstance(item, dict):
             self.emit(ev)
             return
+        up = ev.up
+        if up is None:  # known from now on, even while it waits, so its events find it
+            up = ev.up = Up(str(item.get("type")))
+            ident, index = item.get("id"), ev.get("output_index")
+            if isinstance(ident, str) and ident:
+                self._by_id[ident] = up
+            if isinstance(index, int):
+                self._by_index[index] = up
+            self._last = up
         if self._must_wait(ev):
             return
-        up = Up(str(item.get("type")))
-        ident, index = item.get("id"), ev.get("output_index")
-        if isinstance(ident, str) and ident:
-            self._by_id[ident] = up
-        if isinstance(index, int):
-            self._by_index[index] = up
-        self._last = up
-        if up.type == "function_call" and not item.get("name"):
-            self.repair(Repair.NAME_MISSING)
+        if up.type == "function_call" and not (item.get("name") and item.get("call_id")):
+            self.repair(Repair.NAME_MISSING if not item.get("name") else Repair.CALL_ID_MISSING)
             up.queue = [ev]
             self._waiting = up
             return
         if up.type == "message" and self.dialects:
             up.extractor = build_extractor(self.dialects, self._request.chat_tools)
+            self._extracting = up
             up.deferred.append(ev)
             return
         self.show(up, ev)
 
     def _must_wait(self, ev: Ev) -> bool:
-        """Items never interleave: a text item still open ends here; an open call makes the
-        new item wait. True when ``ev`` was held."""
-        if self._waiting is not None:
-            self._held.append(ev)
-            return True
-        last = self._last
-        if last is not None and last.extractor is not None and not last.done:
-            native_text.end_extraction(self, last)
-        if self._open is None:
+        """Items never interleave: an item that begins while another is open waits, with its
+        events, until that one is done (its text ends here). True when ``ev`` was held."""
+        text = self._extracting
+        if text is not None and text is not ev.up and text.extractor is not None:
+            native_text.end_extraction(self, text)
+        if self._waiting is None and self._open is None:
             return False
         self.repair(Repair.ITEMS_INTERLEAVED)
-        if self._open.type in TEXT_KINDS:
-            self.close_early(self._open)
-            return False
         self._held.append(ev)
         return True
 
@@ -175,16 +173,22 @@ class ItemFlow:
         if up.queue is not None:
             up.queue.append(ev)
             return
+        if self._waiting is not None:
+            self._held.append(ev)
+            return
         if up.extractor is not None or up.rewritten:
             native_text.text_event(self, up, ev)
             return
         out = up.target
-        if out is None or up.closed_early:
-            if not up.closed_early:
-                self.emit(ev)  # an item the proxy never showed: nothing to fix it against
+        if up.closed_early:
+            if ev.type.endswith(".delta"):
+                self.emit(ev)  # text after the item was ended: passed on, never lost
+            return  # the proxy ended the item already; its late closing is dropped
+        if out is None and up.done:
+            self.emit(ev)  # after the item's end: nothing left to fix it against
             return
-        if self._open is not out and self._open is not None:
-            self._held.append(ev)
+        if out is None or (self._open is not out and self._open is not None):
+            self._held.append(ev)  # its item waits (not shown yet), or another is open
             return
         self.fix_item_fields(ev, out)
         kind = ev.type
@@ -247,22 +251,25 @@ class ItemFlow:
         if up is None:
             self.emit(ev)
             return
+        if self._waiting is not None and up is not self._waiting:
+            self._held.append(ev)
+            return
         if up.queue is not None:
-            item = ev.get("item")
-            self._name_known(up, item.get("name") if isinstance(item, dict) else None)
+            self.name_known(up, ev.get("item"))
             up = self.find(ev) or up
         if up.extractor is not None or up.rewritten or (up.target is None and up.deferred):
             native_text.text_done(self, up, ev)
             return
         out = up.target
-        up.done = True
-        if out is None or up.closed_early:
+        if up.closed_early or (out is None and up.done):
             if not up.closed_early:
                 self.emit(ev)
+            up.done = True
             return
-        if self._open is not out and self._open is not None:
+        if out is None or (self._open is not out and self._open is not None):
             self._held.append(ev)
             return
+        up.done = True
         item = ev.payload["item"]
         self.fix_item_fields_done(ev, item, out)
         if out.type == "function_call":
@@ -324,24 +331,25 @@ class ItemFlow:
             for ev in held:
                 self.dispatch(ev)
 
-    def _name_known(self, up: Up, name: object) -> None:
-        """A call that waited for its name: its events go on, under the name (or the request's
-        only tool when the upstream never named it)."""
+    def name_known(self, up: Up, done: object) -> None:
+        """A call that waited for its name or call_id: its events go on, with those of its
+        ``output_item.done`` (None: it never came), else the request's only tool and a new id."""
         queue, up.queue = up.queue or [], None
         self._waiting = None
-        final = name if isinstance(name, str) and name else self._request.fallback_name or ""
-        if queue:
-            item = queue[0].payload.get("item")
-            if isinstance(item, dict):
-                item["name"] = final
+        if not queue:
+            return
+        item = queue[0].payload["item"]
+        later = done if isinstance(done, dict) else {}
+        for key in ("name", "call_id"):
+            if not item.get(key):
+                value = later.get(key)
+                if not isinstance(value, str) or not value:
+                    value = self._request.fallback_name if key == "name" else ""
+                item[key] = value or ""
                 queue[0].changed()
-        for n, ev in enumerate(queue):
-            if n == 0:
-                if self._open is not None and self._open.type in TEXT_KINDS:
-                    self.close_early(self._open)
-                self.show(up, ev)
-            else:
-                self.dispatch(ev)
+        self.show(up, queue[0])
+        for ev in queue[1:]:
+            self.dispatch(ev)
 
     def close_early(self, out: Out) -> None:
         """End a text item the upstream has not ended before the next one begins; its own

@@ -20,11 +20,12 @@ JSONObject = dict[str, Any]
 
 
 class Ev:
-    __slots__ = ("payload", "raw")
+    __slots__ = ("payload", "raw", "up")
 
     def __init__(self, payload: JSONObject, raw: bytes | None) -> None:
         self.payload = payload
         self.raw = raw  # None once the payload differs from what came
+        self.up: Up | None = None  # the item an output_item.added begins, once known
 
     @property
     def type(self) -> str:
