@@ -1,7 +1,7 @@
 """Command line: ``toolcall-proxy [--config PATH] [--host HOST] [--port PORT]`` serves.
 
 ``toolcall-proxy COMMAND ...`` runs one of the operator tools listed in ``COMMANDS`` instead
-(``check``, ``fix``, ``probe``; each has ``--help``).
+(``check``, ``fix``, ``probe``, ``demo``; each has ``--help``).
 
 ``main(argv)`` returns the exit status instead of exiting, so tests call it directly.
 Configuration errors print one line naming the key and exit with status 2.
@@ -31,7 +31,7 @@ from proxy.settings import (
 from proxy.shell.accesslog import configure_logging
 from proxy.shell.app import create_app
 from proxy.shell.limits import LISTEN_BACKLOG, server_options
-from proxy.tools import check, fix, probe
+from proxy.tools import check, demo, fix, probe
 
 PROG = "toolcall-proxy"
 
@@ -46,6 +46,7 @@ COMMANDS: Final = {
     "check": Command(check.HELP, check.add_arguments, check.run),
     "fix": Command(fix.HELP, fix.add_arguments, fix.run),
     "probe": Command(probe.HELP, probe.add_arguments, probe.run),
+    "demo": Command(demo.HELP, demo.add_arguments, demo.run),
 }
 
 

@@ -14,12 +14,21 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from yarl import URL
 
 from proxy.core.errors import ConfigError
 from proxy.core.markup import check_names
+from proxy.core.policy import ProtocolMode
 
 ENV_PREFIX = "TOOLCALL_PROXY_"
 DEFAULT_PORT = 8090
@@ -42,6 +51,26 @@ class UpstreamSettings(_Strict):
     max_concurrent_requests: int | None = Field(
         None, ge=1
     )  # above it: 429, see proxy/shell/limits.py
+    # How clients of the Responses and Messages APIs are served (proxy/core/policy.py):
+    # "translate" over the upstream's chat completions (the default), or "native", the
+    # upstream's own endpoint, repaired in place. Unset with normalize = false: passthrough.
+    responses: ProtocolMode | None = None
+    messages: ProtocolMode | None = None
+
+    @field_validator("responses", "messages")
+    @classmethod
+    def _needs_normalize(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and info.data.get("normalize") is False:
+            raise ValueError(
+                f"cannot be set when normalize = false (that upstream's /v1/{info.field_name}"
+                " requests pass through untouched); remove one of the two"
+            )
+        return value
+
+    def protocol_modes(self) -> dict[str, ProtocolMode]:
+        """The mode of each client protocol; unset ones translate."""
+        modes = {"responses": self.responses, "messages": self.messages}
+        return {name: mode for name, mode in modes.items() if mode is not None}
 
     @field_validator("url")
     @classmethod

@@ -89,6 +89,18 @@ def test_file_values_and_environment_overrides(
         ('[auth]\napi_keys = "sk-in-the-file"\n', r"auth\.api_keys: unknown key"),
         ('[auth]\napi_keys_env = "NO_SUCH_KEYS_VAR"\n', r"auth\.api_keys_env: .*NO_SUCH_KEYS_VAR"),
         ("[forwarded]\ntrust = true\n", r"forwarded\.trust: unknown key"),
+        (
+            '[[upstreams]]\nname = "a"\nurl = "http://x"\nnormalize = false\nresponses = "native"\n',
+            r"upstreams\[0\]\.responses: .*normalize = false",
+        ),
+        (
+            '[[upstreams]]\nname = "a"\nurl = "http://x"\nnormalize = false\nmessages = "translate"\n',
+            r"upstreams\[0\]\.messages: .*normalize = false",
+        ),
+        (
+            '[[upstreams]]\nname = "a"\nurl = "http://x"\nmessages = "bridge"\n',
+            r"upstreams\[0\]\.messages",
+        ),
     ],
 )
 def test_invalid_config_names_the_key(tmp_path: Path, text: str, message: str) -> None:

@@ -230,3 +230,8 @@ def encode_event(data: bytes, *, event: str | None = None) -> bytes:
 
 
 DONE: Final = b"data: [DONE]\n\n"
+
+
+def is_done(data: bytes | None) -> bool:
+    """Whether an event's data is Chat Completions' end marker, ``[DONE]``."""
+    return data is not None and data.strip() == b"[DONE]"

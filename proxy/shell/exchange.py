@@ -9,12 +9,20 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Final
+from typing import Final, Protocol
 
 from aiohttp import web
 
-from proxy.core.protocols.chat.normalize import StreamNormalizer
 from proxy.shell.meter import StreamMeter
+
+
+class Repairing(Protocol):
+    """What rewrote a stream (a chat normalizer, a native protocol stream): its count of
+    repairs by kind (proxy.core.repairs), read at the end."""
+
+    @property
+    def repairs(self) -> Counter[str]: ...
+
 
 # Not served by one upstream: refused before routing (400, 404, 413, ...) or GET /v1/models,
 # which asks them all.
@@ -36,16 +44,14 @@ class Exchange:
     meter: StreamMeter = field(default_factory=StreamMeter)
     # The stream's normalizer: its ``repairs`` (kind -> count, proxy.core.repairs) are read at the
     # end, so that a stream the client abandons still counts what was already done.
-    rewriter: StreamNormalizer | None = None
+    rewriter: Repairing | None = None
     repairs: Counter[str] = field(default_factory=Counter)  # of a completion rewritten whole
     upstream_errors: list[tuple[str, str]] = field(default_factory=list)  # (upstream, kind)
 
     def upstream_failed(self, upstream: str, kind: str) -> None:
         self.upstream_errors.append((upstream, kind))
 
-    def response_started(
-        self, status: int, *, streaming: bool, rewriter: StreamNormalizer | None
-    ) -> None:
+    def response_started(self, status: int, *, streaming: bool, rewriter: Repairing | None) -> None:
         self.meter.client_headers_at = perf_counter()
         self.status = status
         self.streaming = streaming

@@ -27,9 +27,9 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from proxy.core.errors import ClientRequestError, UpstreamError, UpstreamTimeout
+from proxy.core.policy import Mode, plan_request
 from proxy.core.protocols.chat.normalize import RequestInfo, normalize_completion
 from proxy.core.protocols.chat.rewriter import SSERewriter
-from proxy.core.repairs import Repair
 from proxy.core.routing import is_safe_path, upstream_url
 from proxy.settings import Settings
 from proxy.shell import keepalive
@@ -41,11 +41,18 @@ from proxy.shell.app_state import (
     is_chat_completion,
     stream_normalizer,
 )
+from proxy.shell.bodies import media_type, read_capped
 from proxy.shell.exchange import EXCHANGE
 from proxy.shell.forwarded import set_forwarded
 from proxy.shell.headers import end_to_end
-from proxy.shell.pump import End, pump
 from proxy.shell.random_ids import new_id_factory
+from proxy.shell.relay import relay
+from proxy.shell.translated import (
+    local_answer,
+    respond_native,
+    respond_translated,
+    translate_request,
+)
 
 log = logging.getLogger("toolcall_proxy")
 
@@ -69,8 +76,25 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
     exchange.model = model
     upstream = state.upstream(state.router.route(model).name)
     exchange.upstream = upstream.route.name
+    plan = plan_request(
+        request.method,
+        request.raw_path.partition("?")[0],
+        normalize=upstream.normalize is not None,
+        modes=upstream.options.protocol_modes(),
+    )
+    if plan.mode is Mode.LOCAL:
+        return local_answer(plan, payload)
+    if plan.mode is Mode.TRANSLATE:
+        chat = translate_request(plan, payload)
+        with upstream.slots.take():
+            async with UpstreamCall(
+                request, state, upstream, orjson.dumps(chat.body), path=plan.upstream_path
+            ) as resp:
+                return await respond_translated(request, state, upstream, plan, chat, resp)
     with upstream.slots.take():
         async with UpstreamCall(request, state, upstream, body) as resp:
+            if plan.mode is Mode.NATIVE:
+                return await respond_native(request, state, upstream, plan, payload, resp)
             return await _respond(request, state, upstream, payload, resp)
 
 
@@ -92,18 +116,26 @@ class UpstreamCall:
     """Send the request upstream and map failures before the response to 502/504."""
 
     def __init__(
-        self, request: web.Request, state: ProxyState, upstream: UpstreamConfig, body: bytes | None
+        self,
+        request: web.Request,
+        state: ProxyState,
+        upstream: UpstreamConfig,
+        body: bytes | None,
+        *,
+        path: str | None = None,
     ) -> None:
         self._request = request
         self._state = state
         self._upstream = upstream
         self._body = body
+        self._path = path  # another path than the client's, without its query (translate)
         self._resp: ClientResponse | None = None
 
     async def __aenter__(self) -> ClientResponse:
         request, upstream, timeouts = self._request, self._upstream, self._state.settings.timeouts
         # encoded=True: the client's path and query go out byte for byte, never re-normalized.
-        url = URL(upstream_url(upstream.route.base_url, request.raw_path), encoded=True)
+        target = request.raw_path if self._path is None else self._path
+        url = URL(upstream_url(upstream.route.base_url, target), encoded=True)
         headers = _upstream_headers(request, self._state.settings, upstream)
         # No body stays no body: an empty bytes value would add a Content-Length the
         # client never sent.
@@ -171,10 +203,6 @@ def _upstream_headers(
     return headers
 
 
-def _media_type(resp: ClientResponse) -> str:
-    return resp.headers.get(hdrs.CONTENT_TYPE, "").partition(";")[0].strip().lower()
-
-
 async def _respond(
     request: web.Request,
     state: ProxyState,
@@ -184,83 +212,44 @@ async def _respond(
 ) -> web.StreamResponse:
     exchange = request[EXCHANGE]
     exchange.meter.upstream_headers_at = perf_counter()
-    media_type = _media_type(resp)
+    kind = media_type(resp)
     rewritable = resp.status == 200 and hdrs.CONTENT_ENCODING not in resp.headers
     head = b""
-    if rewritable and media_type == "application/json" and upstream.normalize is not None:
+    if rewritable and kind == "application/json" and upstream.normalize is not None:
         body, complete = b"", False
         if is_chat_completion(request):
-            body, complete = await _read_capped(resp, state.settings.limits.max_response_body_bytes)
+            body, complete = await read_capped(resp, state.settings.limits.max_response_body_bytes)
         if complete:
             return _completion_response(request, upstream, payload, resp, body)
         head = body  # too large to hold: what was read goes out first, the rest streams
     normalizer = None
-    if rewritable and media_type == "text/event-stream":
+    if rewritable and kind == "text/event-stream":
         normalizer = stream_normalizer(upstream, request, payload)
     response = web.StreamResponse(status=resp.status, reason=resp.reason)
     drop = (hdrs.CONTENT_LENGTH,) if normalizer is not None else ()
     response.headers.extend(end_to_end(resp.headers, drop=drop))
     response.headers["X-Request-Id"] = request[REQUEST_ID]
-    if media_type == "text/event-stream":
+    if kind == "text/event-stream":
         response.headers["X-Accel-Buffering"] = "no"
     await response.prepare(request)
     exchange.response_started(
-        resp.status, streaming=media_type == "text/event-stream", rewriter=normalizer
+        resp.status, streaming=kind == "text/event-stream", rewriter=normalizer
     )
     if head:
         exchange.meter.received(head)
         exchange.meter.sending(head)
         await response.write(head)
-    try:
-        end = await pump(
-            resp,
-            response,
-            idle_timeout=state.settings.timeouts.idle,
-            client_write_timeout=state.settings.timeouts.client_write,
-            rewriter=None
-            if normalizer is None
-            else SSERewriter(normalizer, max_event_bytes=state.settings.limits.max_event_bytes),
-            meter=exchange.meter,
-        )
-    finally:  # also when the client left
-        if normalizer is not None and normalizer.repairs[Repair.CAP_REACHED]:
-            log.warning(
-                "upstream %s: a stream outgrew limits.max_event_bytes or limits.max_held_bytes;"
-                " rewriting stopped there and the rest was forwarded raw",
-                upstream.route.name,
-            )
-    exchange.body_ended(end.value)
-    if normalizer is not None and normalizer.repairs:
-        log.debug("upstream %s stream repairs: %s", upstream.route.name, dict(normalizer.repairs))
-    if end is End.CLIENT_STALLED:
-        log.warning("upstream %s stream: the client stopped reading; aborting", upstream.route.name)
-        if request.transport is not None:
-            # abort, not close: close would wait, forever, for the client to take the buffer.
-            request.transport.abort()
-        return response
-    if end is not End.COMPLETE:
-        log.warning(
-            "upstream %s stream ended early (%s); aborting the client's response",
-            upstream.route.name,
-            end.value,
-        )
-        _abort(request)
-        return response
-    await response.write_eof()
-    return response
-
-
-async def _read_capped(resp: ClientResponse, limit: int) -> tuple[bytes, bool]:
-    """Read the body up to ``limit`` bytes; the flag says whether that was all of it."""
-    if resp.content_length is not None and resp.content_length > limit:
-        return b"", False
-    body = bytearray()
-    while len(body) <= limit:
-        chunk = await resp.content.readany()
-        if not chunk:
-            return bytes(body), True
-        body += chunk
-    return bytes(body), False
+    return await relay(
+        request,
+        state,
+        upstream,
+        resp,
+        response,
+        rewriter=None
+        if normalizer is None
+        else SSERewriter(normalizer, max_event_bytes=state.settings.limits.max_event_bytes),
+        repairs=None if normalizer is None else normalizer.repairs,
+    )
 
 
 def _completion_response(
@@ -285,12 +274,6 @@ def _completion_response(
     response.headers.extend(end_to_end(resp.headers, drop=(hdrs.CONTENT_LENGTH,)))
     response.headers["X-Request-Id"] = request[REQUEST_ID]
     return response
-
-
-def _abort(request: web.Request) -> None:
-    """Close the client connection without ending the response, so the client sees an error."""
-    if request.transport is not None:
-        request.transport.close()
 
 
 async def handle_models(request: web.Request) -> web.StreamResponse:

@@ -12,6 +12,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from proxy.core.errors import ProxyError
+from proxy.core.policy import client_protocol
 from proxy.shell.app_state import REQUEST_ID
 
 log = logging.getLogger("toolcall_proxy")
@@ -24,10 +25,18 @@ def error_body(message: str, type_: str, status: int) -> bytes:
     return orjson.dumps({"error": {"message": message, "type": type_, "code": status}})
 
 
-def error_response(status: int, message: str, type_: str) -> web.Response:
-    return web.Response(
-        status=status, body=error_body(message, type_, status), content_type="application/json"
+def error_response(
+    status: int, message: str, type_: str, request: web.Request | None = None
+) -> web.Response:
+    """An error in the shape of the client's protocol: OpenAI's, or that of the Responses or
+    Messages protocol the request speaks."""
+    protocol = None if request is None else client_protocol(request.method, request.path)
+    body = (
+        error_body(message, type_, status)
+        if protocol is None
+        else protocol.error_body(status, message)
     )
+    return web.Response(status=status, body=body, content_type="application/json")
 
 
 @web.middleware
@@ -53,10 +62,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except ProxyError as exc:
         if exc.status >= 500:
             log.warning("%s %s: %s", request.method, request.path, exc.message)
-        response = error_response(exc.status, exc.message, exc.type)
+        response = error_response(exc.status, exc.message, exc.type, request)
         response.headers.extend(exc.headers)
         return response
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        return error_response(exc.status, exc.reason, "invalid_request_error")
+        return error_response(exc.status, exc.reason, "invalid_request_error", request)

@@ -109,6 +109,11 @@ class StreamNormalizer:
         self._repeat: _Repeat | None = None  # the latest chunk that took a hot path
         self._markup: _MarkupRepeat | None = None  # the latest that took the markup one
 
+    @property
+    def gave_up(self) -> bool:
+        """Rewriting stopped (the cap, an oversize event): the rest goes out as it came."""
+        return self._raw
+
     def feed(self, item: Event | RawBytes) -> list[bytes]:
         """The bytes to write to the client for one decoded item, in order."""
         out = self._feed(item)

@@ -1,0 +1,71 @@
+"""A chat upstream's stream for a client of another protocol: repair as chat, then translate.
+
+Upstream bytes go through the chat rewriter (every chat repair and markup dialect), whose
+canonical chunks the chat decoder turns into neutral events for the client protocol's
+encoder. The bridge has the rewriter's verbs (``feed(bytes)``, ``close(complete=...)``), so the
+shell drives it as it drives a chat stream.
+
+The one rule of its own: chat bytes never reach a client of another protocol. The chat path
+fails open by forwarding the upstream's bytes as they came (past the cap, or past an event
+too large to parse); here that ends the stream with the protocol's failure event instead
+(``Failed``), and the rest of the upstream's body is read and dropped, counted in
+``dropped_bytes`` for the log.
+"""
+
+from __future__ import annotations
+
+from proxy.core.events import Failed, StreamEvent
+from proxy.core.protocols.base import Encoder
+from proxy.core.protocols.chat.decode import ChatDecoder
+from proxy.core.protocols.chat.normalize import StreamNormalizer
+from proxy.core.protocols.chat.rewriter import SSERewriter
+from proxy.core.sse import Event, SSEDecoder
+
+GAVE_UP = "the proxy could not rewrite the upstream's stream (it outgrew the proxy's limits)"
+
+
+class ChatBridge:
+    def __init__(self, rewriter: SSERewriter, encoder: Encoder, *, max_event_bytes: int) -> None:
+        self.normalizer: StreamNormalizer = rewriter.normalizer
+        self._rewriter = rewriter
+        self._encoder = encoder
+        self._chunks = SSEDecoder(max_event_bytes=max_event_bytes)
+        self._decoder = ChatDecoder()
+        self._failed = False
+        self.dropped_bytes = 0  #: upstream bytes read after the stream failed
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        if self._failed:
+            self.dropped_bytes += len(chunk)
+            return []
+        return self._translate(self._rewriter.feed(chunk))
+
+    def close(self, *, complete: bool) -> list[bytes]:
+        if self._failed:
+            return []
+        out = self._translate(self._rewriter.close(complete=complete))
+        return out + self._end(complete)
+
+    def _end(self, complete: bool) -> list[bytes]:
+        if self._failed:  # the rewriter gave up while it closed
+            return []
+        out: list[bytes] = []
+        for item in self._chunks.close():
+            if isinstance(item, Event):
+                out += self._encode(self._decoder.feed_event(item))
+        return out + self._encode(self._decoder.close(complete=complete))
+
+    def _translate(self, written: list[bytes]) -> list[bytes]:
+        if self.normalizer.gave_up:
+            self._failed = True
+            return self._encode([Failed(GAVE_UP, "proxy_error")])
+        out: list[bytes] = []
+        for data in written:
+            for item in self._chunks.feed(data):
+                if isinstance(item, Event):
+                    out += self._encode(self._decoder.feed_event(item))
+        return out
+
+    def _encode(self, events: list[StreamEvent]) -> list[bytes]:
+        encoder = self._encoder
+        return [data for event in events for data in encoder.feed(event)]

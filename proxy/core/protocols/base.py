@@ -1,0 +1,56 @@
+"""What a client protocol beside Chat Completions gives the shell: the interfaces.
+
+A protocol is a decoder and an encoder: its package builds one :class:`ClientProtocol`, and
+proxy/core/protocols/registry.py names them all, so the shell looks a protocol up there and
+knows no protocol's shapes itself.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from proxy.core.events import StreamEvent
+from proxy.core.protocols.chat.chunks import JSONObject
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """A client's request translated to Chat Completions."""
+
+    body: JSONObject  #: the chat request to send upstream
+    context: object = None  #: what the protocol's encoder needs later (names, the model, ...)
+    dropped: tuple[str, ...] = field(default=())  #: fields and tools a chat upstream cannot take
+
+
+class Encoder(Protocol):
+    """Neutral events in, the protocol's SSE bytes out; the whole response object on request."""
+
+    def feed(self, event: StreamEvent) -> list[bytes]: ...
+
+    def response(self) -> JSONObject: ...
+
+
+class NativeStream(Protocol):
+    """A server's own stream of the protocol, repaired in place."""
+
+    repairs: Counter[str]
+
+    def feed(self, chunk: bytes) -> list[bytes]: ...
+
+    def close(self, *, complete: bool) -> list[bytes]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ClientProtocol:
+    name: str  #: the per-upstream settings key that picks the mode ("responses", "messages")
+    path_suffix: str  #: the client's request path ends with it ("/responses")
+    to_chat: Callable[[JSONObject], ChatRequest]  #: raises ClientRequestError for a 400
+    encoder: Callable[[object, Callable[[], str], bool], Encoder]  #: (context, new_id, stream)
+    error_body: Callable[[int, str], bytes]  #: (status, message) -> the protocol's error JSON
+    native: Callable[[Callable[[], str], object], NativeStream]  #: (new_id, request body)
+    native_completion: Callable[[bytes, object], tuple[bytes, Counter[str]]]
+    #: path suffix -> an answer the proxy gives itself in translate mode (count_tokens)
+    local: dict[str, Callable[[JSONObject], JSONObject]] = field(default_factory=dict)

@@ -1,0 +1,1 @@
+"""Recorded broken streams for ``toolcall-proxy demo`` (PROVENANCE.md says where each is from)."""
