@@ -48,6 +48,26 @@ class Checked:
     events: list[dict[str, Any]]
     items: list[dict[str, Any]]
     response: dict[str, Any] | None
+    #: the item a cut stream ended in, as far as it streamed (its deltas joined)
+    open_item: dict[str, Any] | None = None
+
+    @property
+    def items_so_far(self) -> list[dict[str, Any]]:
+        return self.items + ([self.open_item] if self.open_item is not None else [])
+
+    @property
+    def calls_so_far(self) -> list[dict[str, Any]]:
+        kinds = ("function_call", "custom_tool_call")
+        return [i for i in self.items_so_far if i["type"] in kinds]
+
+    @property
+    def text_so_far(self) -> str:
+        return "".join(
+            part["text"]
+            for item in self.items_so_far
+            if item["type"] == "message"
+            for part in item["content"]
+        )
 
     @property
     def calls(self) -> list[dict[str, Any]]:
@@ -137,7 +157,21 @@ def check(body: bytes, *, complete: bool = True) -> Checked:
         raise StreamViolation("the stream ended without a terminal event")
     if not complete and terminal is not None:
         raise StreamViolation("a cut stream must not end with a terminal event")
-    return Checked(payloads, items, terminal)
+    return Checked(payloads, items, terminal, _so_far(current))
+
+
+def _so_far(current: _Open | None) -> dict[str, Any] | None:
+    if current is None:
+        return None
+    item = dict(current.item)
+    text = "".join(current.deltas)
+    if item["type"] == "function_call":
+        item["arguments"] = text
+    elif item["type"] == "custom_tool_call":
+        item["input"] = text
+    elif item["type"] == "message":
+        item["content"] = [{"type": "output_text", "text": text}] if current.parts_open else []
+    return item
 
 
 def _check_framing(events: list[tuple[Event, dict[str, Any]]]) -> None:
