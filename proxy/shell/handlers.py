@@ -84,13 +84,17 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
     )
     if plan.mode is Mode.LOCAL:
         return local_answer(plan, payload)
+    forwarding = upstream.options.forwarding()
     if plan.mode is Mode.TRANSLATE:
         chat = translate_request(plan, payload)
+        forwarding.apply(chat.body)
         with upstream.slots.take():
             async with UpstreamCall(
                 request, state, upstream, orjson.dumps(chat.body), path=plan.upstream_path
             ) as resp:
                 return await respond_translated(request, state, upstream, plan, chat, resp)
+    if isinstance(payload, dict) and forwarding.apply(forwarded := dict(payload)):
+        body = orjson.dumps(forwarded)  # the client's payload stays as it asked, for the answer
     with upstream.slots.take():
         async with UpstreamCall(request, state, upstream, body) as resp:
             if plan.mode is Mode.NATIVE:
