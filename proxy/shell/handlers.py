@@ -45,6 +45,7 @@ from proxy.shell.bodies import media_type, read_capped
 from proxy.shell.exchange import EXCHANGE
 from proxy.shell.forwarded import set_forwarded
 from proxy.shell.headers import end_to_end
+from proxy.shell.metrics import METRICS
 from proxy.shell.random_ids import new_id_factory
 from proxy.shell.relay import relay
 from proxy.shell.translated import (
@@ -87,6 +88,7 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
     forwarding = upstream.options.forwarding()
     if plan.mode is Mode.TRANSLATE:
         chat = translate_request(plan, payload)
+        request.app[METRICS].dropped(plan.protocol.name if plan.protocol else "", chat.dropped)
         forwarding.apply(chat.body)
         with upstream.slots.take():
             async with UpstreamCall(

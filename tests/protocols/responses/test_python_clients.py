@@ -202,3 +202,20 @@ async def test_native_llamacpp_stream_is_repaired_for_openai_python(serve):
         "get_weather",
         "get_time",
     ]
+
+
+async def test_dropped_fields_are_counted_in_the_metrics(serve):
+    replay = ChatReplay("canonical", ARGS)
+    proxy, client = await serve(replay.app)
+    await client.responses.create(
+        model="m",
+        input="Hi",
+        tools=[WEATHER, {"type": "web_search"}],
+        store=False,
+        include=["reasoning.encrypted_content"],
+    )
+    assert "include" not in replay.requests[0]
+    metrics = await (await proxy.get("/-/metrics")).text()
+    for field in ("tools.web_search", "store", "include"):
+        line = f'toolcall_proxy_translate_dropped_total{{field="{field}",protocol="responses"}} 1.0'
+        assert line in metrics

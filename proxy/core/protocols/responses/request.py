@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from proxy.core.errors import ClientRequestError
 from proxy.core.protocols.responses.context import ResponsesContext
+from proxy.core.protocols.responses.dropped import bounded
 from proxy.core.protocols.responses.input_items import convert_input
 from proxy.core.protocols.responses.tools import convert_tool_choice, convert_tools
 
@@ -92,7 +93,7 @@ def translate_request(body: JSONObject) -> tuple[JSONObject, ResponsesContext, t
         tools=tools.refs,
         echo={key: body.get(key, default) for key, default in _ECHO.items()},
     )
-    return chat, context, tuple(dropped)
+    return chat, context, tuple(bounded(name) for name in dropped)
 
 
 def _reasoning(reasoning: object, chat: JSONObject, dropped: list[str]) -> None:
