@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Awaitable, Callable
+import traceback
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,26 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 FIXTURES = Path(__file__).parent / "fixtures"
 UPSTREAM_FIXTURES = FIXTURES / "upstream"
+
+
+@pytest.fixture(autouse=True)
+def logging_errors_fail(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A record that a handler could not write fails the test. Logging itself only prints the
+    error to stderr and goes on (the record is lost), which a test would never notice."""
+    errors: list[str] = []
+    handle_error = logging.Handler.handleError
+
+    def fail_later(self: logging.Handler, record: logging.LogRecord) -> None:
+        # called inside the handler's except clause; raising here would hit the logging code
+        errors.append(f"{record.name}: {traceback.format_exc()}")
+        handle_error(self, record)
+
+    monkeypatch.setattr(logging, "raiseExceptions", True)
+    monkeypatch.setattr(logging.Handler, "handleError", fail_later)
+    yield
+    if errors:
+        pytest.fail("logging error(s):\n" + "\n".join(errors), pytrace=False)
+
 
 StartUpstream = Callable[[web.Application], Awaitable[TestServer]]
 StartProxy = Callable[..., Awaitable[TestClient[web.Request, web.Application]]]

@@ -140,12 +140,13 @@ def check(body: bytes, *, form: str = "S1", complete: bool = True) -> list[str]:
     """Every violation of the rules, as readable lines; [] for a stream that keeps them all.
 
     ``complete=False`` is for a stream that stopped early: it need not end with [DONE] or a
-    finish reason, and its last call's arguments may be cut short.
+    finish reason, and its last call's arguments may be cut short. A stream that reported an
+    error (``data: {"error": ...}``) did not end well either: it need not end with [DONE].
     """
     problems: list[str] = []
     ids: set[str] = set()
     choices: dict[int, ChoiceSeen] = {}
-    done = False
+    done = errored = False
     for number, chunk in enumerate(chunks(body)):
         where = f"chunk {number}"
         if chunk == "[DONE]":
@@ -156,12 +157,13 @@ def check(body: bytes, *, form: str = "S1", complete: bool = True) -> list[str]:
         assert isinstance(chunk, dict)
         if done:
             problems.append(f"{where}: data after [DONE]")
+        errored = errored or "error" in chunk
         for choice in chunk.get("choices") or []:
             if isinstance(choice, dict):
                 _check_choice(choice, choices, ids, form, f"{where}", problems)
     for state in choices.values():
         _check_end(state, complete, problems)
-    if complete and not done:
+    if complete and not done and not errored:
         problems.append("the stream does not end with data: [DONE]")
     return problems
 

@@ -143,6 +143,59 @@ async def test_log_line_is_json_and_follows_the_configured_level(
     assert (entry["status"], entry["upstream"], entry["model"]) == (200, "up0", "m")
 
 
+OPENING = (
+    b'data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":'
+    b'[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather",'
+    b'"arguments":""}}]}}]}\n\n'
+)
+# old llama.cpp: the name again on an argument delta (Q1), a chunk without `object`
+NAME_REPEATED = (
+    OPENING
+    + b'data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":'
+    b'[{"index":0,"function":{"name":"get_weather","arguments":"{\\"city\\": \\"Paris\\"}"}}]}}]}\n\n'
+    b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n'
+    b"data: [DONE]\n\n"
+)
+# the body ends cleanly inside the arguments: no finish, no [DONE]
+CUT_IN_THE_ARGUMENTS = (
+    OPENING
+    + b'data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":'
+    b'[{"index":0,"function":{"arguments":"{\\"city\\": \\"Par"}}]}}]}\n\n'
+)
+
+
+@pytest.mark.usefixtures("restore_logging")
+@pytest.mark.parametrize(
+    ("body", "repairs"),
+    [
+        (NAME_REPEATED, {"name-repeated": 1, "object-missing": 1}),
+        (
+            CUT_IN_THE_ARGUMENTS,
+            {"args-not-json": 1, "args-truncated": 1, "missing-done": 1, "no-finish-chunk": 1},
+        ),
+    ],
+    ids=["name-repeated", "cut-in-the-arguments"],
+)
+async def test_access_line_of_a_rewritten_stream_names_its_repairs(
+    body: bytes, repairs: dict[str, int], start_upstream: StartUpstream, start_proxy: StartProxy
+) -> None:
+    proxy = await start_proxy(await start_upstream(replay_app(body)))
+    stream = io.StringIO()
+    configure_logging("info", stream)
+    resp = await proxy.post(CHAT, json={"model": "m", "stream": True})
+    out = await resp.read()
+    assert out.count(b"get_weather") == 1
+    for _ in range(100):
+        if stream.getvalue():
+            break
+        await asyncio.sleep(0.02)
+    [line] = stream.getvalue().splitlines()
+    entry = orjson.loads(line)
+    assert (entry["path"], entry["status"], entry["end"]) == (CHAT, 200, "complete")
+    assert entry["rewritten"] is True
+    assert entry["repairs"] == repairs
+
+
 async def test_served_process_writes_json_access_lines_and_no_aiohttp_ones(
     start_upstream: StartUpstream, tmp_path: Path
 ) -> None:
@@ -169,6 +222,7 @@ async def test_served_process_writes_json_access_lines_and_no_aiohttp_ones(
     finally:
         process.terminate()
         _, stderr = await asyncio.wait_for(process.communicate(), timeout=10)
+    assert b"--- Logging error ---" not in stderr  # another process: the fixture cannot see it
     lines = stderr.decode().splitlines()
     access = [orjson.loads(line) for line in lines if line.startswith("{")]
     assert [(a["path"], a["status"]) for a in access] == [(CHAT, 200)]

@@ -179,6 +179,31 @@ def test_length_is_never_turned_into_tool_calls():
     assert choice_of(out)["finish_reason"] == "length"
 
 
+CUT_CALL = {**CANONICAL_CALL, "function": {"name": "get_weather", "arguments": '{"location":"Pa'}}
+
+
+@pytest.mark.parametrize("finish", ["stop", "eos_token", ""])
+def test_a_stop_after_a_cut_call_becomes_length_not_tool_calls(finish):
+    out, repairs = fix(completion({"role": "assistant", "tool_calls": [CUT_CALL]}, finish))
+    assert choice_of(out)["finish_reason"] == "length"
+    assert repairs["args-truncated"] == 1
+    assert "finish-reason-stop" not in repairs
+
+
+def test_the_upstreams_own_tool_calls_finish_stays_after_a_cut_call():
+    body = completion({"role": "assistant", "tool_calls": [CUT_CALL]}, "tool_calls")
+    assert fix(body) == (body, {})
+
+
+def test_a_stop_after_a_call_without_arguments_becomes_tool_calls():
+    call = {**CANONICAL_CALL, "function": {"name": "get_weather", "arguments": ""}}
+    out, repairs = fix(completion({"role": "assistant", "tool_calls": [call]}, "stop"))
+    choice = choice_of(out)
+    assert choice["message"]["tool_calls"][0]["function"]["arguments"] == "{}"
+    assert choice["finish_reason"] == "tool_calls"
+    assert "args-truncated" not in repairs
+
+
 def test_synthesized_ids_skip_ids_already_in_the_response():
     calls = [
         {"id": "call00001", "type": "function", "function": {"name": "a", "arguments": "{}"}},

@@ -469,7 +469,7 @@ UNFINISHED_MARKUP = (
     ("body", "settings", "kinds"),
     [
         (long_call_stream(), {"limits": {"max_held_bytes": 1024}}, {"cap-reached"}),
-        (UNFINISHED_MARKUP, {}, {"markup-broken", "markup-in-content"}),
+        (UNFINISHED_MARKUP, {}, {"markup-broken", "markup-in-content", "args-truncated"}),
     ],
     ids=["held-bytes-cap", "markup-cut-off"],
 )

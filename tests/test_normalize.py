@@ -280,12 +280,76 @@ def test_a_call_whose_name_never_came_takes_the_only_tool_of_the_request():
     assert check(b"".join(sent)) == []
 
 
-def test_no_finish_is_invented_after_an_upstream_error():
+def test_no_finish_and_no_done_are_invented_after_an_upstream_error():
     n = normalizer()
     feed_each(
         n, chunk(calls(entry(0, "call_1", "f", "{"))), b'data: {"error": {"message": "boom"}}\n\n'
     )
-    assert parsed(n.close(complete=True)) == ["[DONE]"]
+    assert parsed(n.close(complete=True)) == []
+    assert "missing-done" not in n.repairs
+
+
+def test_no_done_is_invented_after_a_llamacpp_error_line():
+    out, n = run(chunk({"content": "Hel"}) + b'error: {"code": 500, "message": "boom"}\n\n')
+    assert out.endswith(b'data: {"error":{"code":500,"message":"boom"}}\n\n')
+    assert b"[DONE]" not in out
+    assert "missing-done" not in n.repairs
+
+
+def test_the_upstreams_own_done_after_an_error_passes_as_it_came():
+    body = chunk({"content": "Hi"}) + b'data: {"error": {"message": "boom"}}\n\n' + DONE
+    out, _ = run(body)
+    assert out == body
+
+
+CUT_CALL = chunk(calls(entry(0, "call_1", "f", ""))) + chunk(
+    calls(entry(0, None, None, '{"city": "Par'))
+)
+
+
+@pytest.mark.parametrize("coalesce", [False, True], ids=["S1", "S2"])
+def test_a_clean_end_inside_the_arguments_finishes_with_length(coalesce: bool):
+    # no finish chunk, no [DONE]: the body just ended in the middle of the call's arguments
+    out, n = run(CUT_CALL, options=NormalizeOptions(coalesce=coalesce))
+    seen = reconstruct(out).choices[0]
+    assert (seen.finish_reason, seen.calls[0].text) == ("length", '{"city": "Par')
+    assert out.endswith(DONE)  # the end was clean: only the call was cut
+    assert n.repairs["args-truncated"] == 1
+    assert n.repairs["no-finish-chunk"] == n.repairs["missing-done"] == 1
+
+
+@pytest.mark.parametrize("finish", ["stop", "eos_token"])
+def test_a_stop_after_a_cut_call_becomes_length_not_tool_calls(finish: str):
+    out, n = run(CUT_CALL + chunk({}, finish) + DONE)
+    assert reconstruct(out).choices[0].finish_reason == "length"
+    assert n.repairs["args-truncated"] == 1
+    assert "finish-reason-stop" not in n.repairs
+
+
+def test_the_upstreams_own_tool_calls_finish_stays_after_a_cut_call():
+    out, n = run(CUT_CALL + chunk({}, "tool_calls") + DONE)
+    assert reconstruct(out).choices[0].finish_reason == "tool_calls"
+    assert n.repairs["args-not-json"] == 1
+    assert "args-truncated" not in n.repairs
+
+
+@pytest.mark.parametrize("end", [b"", chunk({}, "stop") + DONE], ids=["no-finish", "stop"])
+def test_a_call_without_arguments_is_not_cut(end: bytes):
+    out, n = run(chunk(calls(entry(0, "call_1", "f", ""))) + end)
+    seen = reconstruct(out).choices[0]
+    assert (seen.finish_reason, seen.calls[0].text) == ("tool_calls", "{}")
+    assert n.repairs["empty-arguments"] == 1
+    assert "args-truncated" not in n.repairs
+    assert out.endswith(DONE)
+
+
+def test_only_the_choice_with_the_cut_call_finishes_with_length():
+    body = chunk(calls(entry(0, "call_1", "f", '{"a": 1}')), index=0) + chunk(
+        calls(entry(0, "call_2", "f", '{"a": ')), index=1
+    )
+    out, _ = run(body)
+    seen = reconstruct(out).choices
+    assert [seen[0].finish_reason, seen[1].finish_reason] == ["tool_calls", "length"]
 
 
 def test_length_keeps_a_cut_call_as_it_is():

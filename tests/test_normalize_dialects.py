@@ -154,6 +154,35 @@ def test_markup_cut_short_closes_the_call_with_what_arrived_and_records_it():
     seen = reconstruct(out).choices[0]
     assert seen.calls[0].text == '{"a": 1'
     assert n.repairs["markup-broken"] == 1
+    # the upstream's stop would become tool_calls; the call was cut off, so it is length
+    assert seen.finish_reason == "length"
+    assert n.repairs["args-truncated"] == 1
+
+
+@pytest.mark.parametrize(
+    "markup",
+    [
+        '<tool_call>\n{"name": "get_weather", "arguments": {"a": 1',
+        # the arguments are whole, but the dialect had more to read: the block never closed
+        '<tool_call>\n{"name": "get_weather", "arguments": {"a": 1}',
+    ],
+    ids=["in-the-arguments", "after-the-arguments"],
+)
+def test_a_clean_end_inside_markup_finishes_with_length(markup: str):
+    body = event({"role": "assistant", "content": None}) + event({"content": markup})
+    out, n = normalize(body)  # no finish chunk, no [DONE]
+    seen = reconstruct(out).choices[0]
+    assert [c.name for c in seen.calls] == ["get_weather"]
+    assert seen.finish_reason == "length"
+    assert n.repairs["args-truncated"] == 1
+    assert out.endswith(b"data: [DONE]\n\n")
+
+
+def test_a_clean_end_after_closed_markup_finishes_with_tool_calls():
+    body = event({"role": "assistant", "content": None})
+    out, n = normalize(body + event({"content": hermes("get_weather", '{"a": 1}')}))
+    assert reconstruct(out).choices[0].finish_reason == "tool_calls"
+    assert "args-truncated" not in n.repairs
 
 
 def test_reasoning_is_searched_only_when_asked():
@@ -244,6 +273,24 @@ def test_markup_in_a_message_becomes_calls_when_not_streamed():
         )[0]
         == body
     )
+
+
+@pytest.mark.parametrize(
+    "markup",
+    [
+        '<tool_call>\n{"name": "get_weather", "arguments": {"location": "Pa',
+        '<tool_call>\n{"name": "get_weather", "arguments": {"location": "Paris"}',
+    ],
+    ids=["in-the-arguments", "after-the-arguments"],
+)
+def test_markup_cut_off_in_a_message_finishes_with_length(markup: str):
+    out, repairs = normalize_completion(
+        completion(markup), ON, RequestInfo.from_body(TOOLS), new_id=counting_ids()
+    )
+    choice = json.loads(out)["choices"][0]
+    assert [c["function"]["name"] for c in choice["message"]["tool_calls"]] == ["get_weather"]
+    assert choice["finish_reason"] == "length"
+    assert repairs["args-truncated"] == 1
 
 
 # -- a dialect that raises ---------------------------------------------------------------------

@@ -143,6 +143,12 @@ def test_a_stream_cut_short_may_lack_its_end():
     assert check(body) != []
 
 
+def test_a_stream_that_reported_an_error_need_not_end_with_done():
+    text = stream({"role": "assistant"}, {"content": "Hel"}, done=False)
+    assert check(text) != []
+    assert check(text + b'data: {"error": {"message": "boom"}}\n\n') == []
+
+
 def test_length_allows_cut_arguments():
     assert check(stream(opening(), more('{"a":'), ({}, "length"))) == []
 

@@ -53,6 +53,8 @@ class Repair(StrEnum):
     NO_FINISH_CHUNK = "no-finish-chunk"  # Q25
     FINISH_ON_TOOL_CALL_CHUNK = "finish-on-tool-call-chunk"  # Q26
     MISSING_DONE = "missing-done"  # Q27
+    # a finish the proxy would write as tool_calls (Q23, Q25) is "length": a call was cut off
+    ARGS_TRUNCATED = "args-truncated"
     ERROR_FIELD = "error-field"  # Q30: llama.cpp's `error:` SSE line
 
     # The canonical form (clients.md section 2 and section 3 case m)

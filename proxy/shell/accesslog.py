@@ -93,7 +93,8 @@ def access_fields(exchange: Exchange, now: float) -> dict[str, Any]:
         "bytes_upstream": meter.bytes_in,
         "rewritten": exchange.rewritten,
         "end": exchange.end,
-        "repairs": dict(exchange.all_repairs()),
+        # by name: the counters are keyed by Repair members, and orjson takes only str keys
+        "repairs": {str(kind): count for kind, count in exchange.all_repairs().items()},
         "upstream_errors": [kind for _, kind in exchange.upstream_errors],
     }
 

@@ -8,8 +8,8 @@ merged at the list position their ``index`` names, and every string field (id, n
 arguments) is concatenated; an entry without an index is lost (openai-python raises on it).
 
 A call counts as recovered when it has one id, its name is one of the tools the request
-offered and its arguments are one JSON object. The exit status is 0 only when every call through the proxy
-was recovered.
+offered and its arguments are one JSON object. The exit status is 0 only when every call
+through the proxy was recovered.
 """
 
 from __future__ import annotations

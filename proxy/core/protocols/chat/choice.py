@@ -12,6 +12,11 @@ delta each); chat/normalize.py wraps pieces into chunks. What it does, in order,
 3. A finish reason ends every call (the held ones go out), is corrected (Q23, Q24) and goes
    into a delta of its own when the chunk carried tool calls (Q26).
 
+A finish the proxy writes as ``tool_calls`` itself (for ``stop``, Q23, or where the upstream
+sent none, Q25) becomes ``length`` when a call was cut off: its arguments do not parse as
+JSON at the end, or its markup never closed (``args-truncated``). A client must not run such a
+call. The upstream's own ``tool_calls`` stays (the arguments are only counted, Q18).
+
 Output indexes are dense from 0 in the order the openings go out, so a call held for its
 name does not block the others (Q11). A piece keeps the upstream chunk it belongs to
 (``Source``): held text goes out with the envelope of the chunk it came from.
@@ -52,6 +57,7 @@ class ChoiceNormalizer:
         self._markup_call: dict[str, Call | None] = {}
         self._held_text: dict[str, str] = {}  # what an extractor holds, as far as known
         self._extracting = bool(stream.extract)
+        self._cut = False  # a call ended with arguments that are not JSON, or its markup open
 
     # -- one chunk -------------------------------------------------------------------------
 
@@ -82,8 +88,7 @@ class ChoiceNormalizer:
         if finish is not None:
             self._end_all(sink, complete=finish != "length")
             if finish == "stop" and self._sent_calls:
-                self._record(Repair.FINISH_STOP_WITH_CALLS)
-                finish = "tool_calls"
+                finish = self._calls_finish(Repair.FINISH_STOP_WITH_CALLS)
         pieces = self._with_head(head, sink, delta)
         if finish is not None:
             self._attach_finish(finish, pieces, delta, had_calls=bool(tool and tool[0]))
@@ -249,8 +254,20 @@ class ChoiceNormalizer:
         self._end_all(sink, complete=complete)
         if synthesize and self._sent_calls and self.finished is None:
             self._record(Repair.NO_FINISH_CHUNK)
-            sink.late.append(Piece(self._source, self._choice, {}, "tool_calls"))
-            self.finished = "tool_calls"
+            finish = self._calls_finish(None)
+            sink.late.append(Piece(self._source, self._choice, {}, finish))
+            self.finished = finish
+
+    def _calls_finish(self, repair: Repair | None) -> str:
+        """The finish the proxy writes for calls the upstream did not finish as such: ``length``
+        for a call cut off, so that no client runs it; else ``tool_calls`` (counted as
+        ``repair``). Known once the calls have ended (``_end_all``)."""
+        if self._cut:
+            self._record(Repair.ARGS_TRUNCATED)
+            return "length"
+        if repair is not None:
+            self._record(repair)
+        return "tool_calls"
 
     def _end_all(self, sink: Sink, *, complete: bool) -> None:
         self._stop_extracting(sink)
@@ -259,6 +276,7 @@ class ChoiceNormalizer:
             if call.args:
                 if complete and complete_json(call.text()) is INVALID:
                     self._record(Repair.ARGS_NOT_JSON)  # Q18: seen, not repairable
+                    self._cut = True
                 self._s.held -= sum(map(len, call.args))
                 call.args = []
 
@@ -675,6 +693,10 @@ class ChoiceNormalizer:
                 continue
             self._s.held -= len(self._held_text[key])
             self._held_text[key] = ""
+            # a block still open when its text ends closes with an error: the call was cut off
+            self._cut = self._cut or any(
+                isinstance(seg, CallClose) and seg.error is not None for seg in segments
+            )
             self._segments(key, segments, sink)
 
     def _dialect_failed(self, key: str, text: str, sink: Sink) -> None:

@@ -3,9 +3,11 @@
 ``choices[].message.tool_calls`` gets what the streaming normalizer gives each call: an
 array (Q20, and N4's calls found beside the message), a top-level id (Q3) or a synthesized
 one (Q7), ``type: "function"``, a name, arguments as a JSON string (Q19, N2) and ``"{}"`` for
-a call without arguments; ``finish_reason`` is corrected (Q23, Q24). Markup in the text
-becomes calls when extraction is on and the message has none (Q32). The original bytes come
-back when nothing changes or the body is not a chat completion.
+a call without arguments; ``finish_reason`` is corrected (Q23, Q24), to ``length`` instead of
+``tool_calls`` when a call was cut off (arguments that are not JSON, markup that never closed;
+``args-truncated``, as in a stream). Markup in the text becomes calls when extraction is on
+and the message has none (Q32). The original bytes come back when nothing changes or the body
+is not a chat completion.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from proxy.core import markup as dialects
 from proxy.core.errors import DialectError
 from proxy.core.ids import IdPool
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
-from proxy.core.protocols.chat.chunks import JSONObject, dumps, loads
+from proxy.core.protocols.chat.chunks import INVALID, JSONObject, complete_json, dumps, loads
 from proxy.core.protocols.chat.tooldelta import read_entry
 from proxy.core.repairs import Repair, markup_kind
 
@@ -67,11 +69,13 @@ class _Fixer:
         self._request = request
         self._ids = ids
         self._repairs = repairs
+        self._markup_cut = False  # the choice's markup ended inside a call
 
     def choice(self, choice: JSONObject) -> bool:
         message = choice.get("message")
         if not isinstance(message, dict):
             return False
+        self._markup_cut = False
         changed = False
         if message.get("tool_calls") is None and choice.get("tool_calls") is not None:
             message["tool_calls"] = choice.pop("tool_calls")  # N4
@@ -129,9 +133,14 @@ class _Fixer:
         if isinstance(finish, str) and finish in _FINISH_MAP:
             self._record(Repair.FINISH_NONSTANDARD)
             new = _FINISH_MAP[finish]
-        if new == "stop" and isinstance(message.get("tool_calls"), list) and message["tool_calls"]:
-            self._record(Repair.FINISH_STOP_WITH_CALLS)
-            new = "tool_calls"
+        calls = message.get("tool_calls")
+        if new == "stop" and isinstance(calls, list) and calls:
+            if self._markup_cut or any(map(_cut_off, calls)):
+                self._record(Repair.ARGS_TRUNCATED)  # no client may run a call cut off
+                new = "length"
+            else:
+                self._record(Repair.FINISH_STOP_WITH_CALLS)
+                new = "tool_calls"
         if new == finish:
             return False
         choice["finish_reason"] = new
@@ -156,12 +165,18 @@ class _Fixer:
             if extractor is None:
                 continue
             try:
-                segments = extractor.feed(text) + extractor.close()
+                segments = extractor.feed(text)
+                closing = extractor.close()
             except DialectError:
                 self._record(Repair.DIALECT_ERROR)
                 continue
+            segments += closing
             found = self._calls_from(segments, extractor)
             if found:
+                # a block still open when the text ends closes with an error: a call cut off
+                self._markup_cut = self._markup_cut or any(
+                    isinstance(seg, CallClose) and seg.error is not None for seg in closing
+                )
                 calls += found
                 texts[key] = "".join(s.text for s in segments if isinstance(s, Text))
         if not calls:
@@ -196,10 +211,18 @@ class _Fixer:
                     args = []
         if calls and args:  # a call the extractor never closed
             calls[-1]["function"]["arguments"] = "".join(args)
+            self._markup_cut = True
         return calls
 
     def _record(self, repair: Repair) -> None:
         self._repairs[repair] += 1
+
+
+def _cut_off(call: object) -> bool:
+    """Whether a call's arguments are text that is not JSON (empty ones became ``"{}"``)."""
+    function = call.get("function") if isinstance(call, dict) else None
+    args = function.get("arguments") if isinstance(function, dict) else None
+    return isinstance(args, str) and bool(args) and complete_json(args) is INVALID
 
 
 def _ids(choices: list[object]) -> set[str]:

@@ -27,8 +27,9 @@ Rules kept at this level (the per-choice work is in chat/choice.py):
   call's name, Q14; whether ``"{}"`` is a placeholder, until the call's next event; in S2,
   the rest of a call), and whatever comes after it waits behind it, so nothing overtakes.
 * ``[DONE]`` and a clean end send what is held and the finish chunk the upstream never sent
-  (Q25); a clean end without ``[DONE]`` gets one (Q27). An end that is not clean sends what
-  is held and nothing else: the shell then aborts the client's connection.
+  (Q25); a clean end without ``[DONE]`` gets one (Q27), unless the stream carried an error
+  (an ``error`` chunk, or llama.cpp's ``error:`` line, Q30). An end that is not clean sends
+  what is held and nothing else: the shell then aborts the client's connection.
 * Past ``max_held_bytes`` the stream gives up rewriting: what is held goes out and the rest
   is forwarded raw (``cap-reached``).
 
@@ -185,7 +186,9 @@ class StreamNormalizer:
         self._closed = True
         # after a tail cut inside an event, any byte added would join that event
         out = [] if self._raw or self._tail else self._end(complete=complete)
-        if complete and not self._done and self._data_seen and not (self._blind or self._tail):
+        # after an error event the stream did not end well: a [DONE] would say it did
+        ended_well = not (self._blind or self._tail or self._error_seen)
+        if complete and not self._done and self._data_seen and ended_well:
             self.repairs[Repair.MISSING_DONE] += 1
             out.append(DONE)
         return out
