@@ -46,6 +46,7 @@ from proxy.shell.credentials import apply_credentials
 from proxy.shell.exchange import EXCHANGE
 from proxy.shell.forwarded import set_forwarded
 from proxy.shell.headers import end_to_end
+from proxy.shell.metrics import METRICS
 from proxy.shell.random_ids import new_id_factory
 from proxy.shell.relay import relay
 from proxy.shell.translated import (
@@ -85,8 +86,11 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
     )
     if plan.mode is Mode.LOCAL:
         return local_answer(plan, payload)
+    forwarding = upstream.options.forwarding()
     if plan.mode is Mode.TRANSLATE:
         chat = translate_request(plan, payload)
+        request.app[METRICS].dropped(plan.protocol.name if plan.protocol else "", chat.dropped)
+        forwarding.apply(chat.body)
         with upstream.slots.take():
             async with UpstreamCall(
                 request,
@@ -97,6 +101,8 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
                 plan=plan,
             ) as resp:
                 return await respond_translated(request, state, upstream, plan, chat, resp)
+    if isinstance(payload, dict) and forwarding.apply(forwarded := dict(payload)):
+        body = orjson.dumps(forwarded)  # the client's payload stays as it asked, for the answer
     with upstream.slots.take():
         async with UpstreamCall(request, state, upstream, body, plan=plan) as resp:
             if plan.mode is Mode.NATIVE:
