@@ -127,7 +127,8 @@ def test_claude_code_request_maps_to_chat():
     assert set(request.dropped) == {
         "cache_control",
         "thinking",
-        "tools.web_search_20250305",
+        "tools.web_search",
+        "content.thinking",
         "metadata",
         "context_management",
         "output_config",
@@ -227,3 +228,22 @@ def test_error_body_type_follows_the_status(status, kind):
 def test_count_tokens_is_a_quarter_of_the_characters():
     body = {"model": "m", "system": "x" * 40, "messages": [{"role": "user", "content": "y" * 41}]}
     assert count_tokens(body) == {"input_tokens": 21}
+
+
+def test_dropped_names_come_from_a_closed_vocabulary():
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": [{"type": "hologram"}, {"type": "document"}]}],
+        "tools": [
+            {"type": "teleport_20991231", "name": "t"},
+            {"type": "web_fetch_20250910", "name": "f"},
+        ],
+        "client_secret_sauce": 1,
+    }
+    assert set(to_chat(body).dropped) == {
+        "content.other",
+        "content.document",
+        "tools.other",
+        "tools.web_fetch",
+        "other",
+    }

@@ -145,3 +145,23 @@ async def test_count_tokens_is_answered_by_the_proxy_in_translate_mode(start_ups
     assert response.status == 200
     assert json.loads(await response.read()) == {"input_tokens": 100}
     assert recording.bodies == []
+
+
+async def test_model_map_and_max_tokens_limit_reach_the_chat_upstream(start_upstream, start_proxy):
+    recording = Recording()
+    settings, _ = await chat_proxy(
+        start_upstream,
+        start_proxy,
+        recording,
+        model_map={"claude-*": "qwen3-coder"},
+        max_tokens_limit=4096,
+    )
+    proxy = await start_proxy(settings)
+    response = await proxy.post("/v1/messages", json={**REQUEST, "max_tokens": 64000})
+    body = await response.read()
+    assert (recording.bodies[0]["model"], recording.bodies[0]["max_tokens"]) == (
+        "qwen3-coder",
+        4096,
+    )
+    start = json.loads(body.split(b"\n")[1].removeprefix(b"data: "))
+    assert start["message"]["model"] == "claude-x", "the client sees the name it asked for"

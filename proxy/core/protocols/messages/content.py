@@ -22,26 +22,10 @@ import orjson
 
 from proxy.core.errors import ClientRequestError
 from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.protocols.messages.dropped import Dropped
 
 TEXT_JOIN: Final = "\n\n"
 ERROR_PREFIX: Final = "Error: "
-_DROPPED_BLOCKS: Final = frozenset(
-    {"thinking", "redacted_thinking", "document", "search_result", "container_upload"}
-)
-
-
-class Dropped:
-    """The names of dropped fields, each once, in the order first met."""
-
-    def __init__(self) -> None:
-        self._names: dict[str, None] = {}
-
-    def add(self, name: str) -> None:
-        self._names[name] = None
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(self._names)
 
 
 def block_text(content: object, dropped: Dropped, where: str) -> str:
@@ -60,7 +44,7 @@ def block_text(content: object, dropped: Dropped, where: str) -> str:
         if block.get("type") == "text":
             texts.append(_text_of(block, where))
         else:
-            dropped.add(f"{where}.{block.get('type')}")
+            dropped.block(block.get("type"))
     return TEXT_JOIN.join(texts)
 
 
@@ -100,7 +84,7 @@ def _assistant(content: object, dropped: Dropped, where: str) -> list[JSONObject
         elif kind in ("tool_use", "server_tool_use"):
             calls.append(_tool_call(block, where))
         else:
-            dropped.add(str(kind) if kind in _DROPPED_BLOCKS else f"assistant.{kind}")
+            dropped.block(kind)
     message: JSONObject = {"role": "assistant", "content": TEXT_JOIN.join(texts) if texts else None}
     if calls:
         message["tool_calls"] = calls
@@ -129,7 +113,7 @@ def _user(content: object, dropped: Dropped, where: str) -> list[JSONObject]:
                 parts = []
             out.append(_tool_message(block, dropped, where))
         else:
-            dropped.add(str(kind) if kind in _DROPPED_BLOCKS else f"user.{kind}")
+            dropped.block(kind)
     if parts or not out:
         out.append(_user_message(parts))
     return out
@@ -168,7 +152,7 @@ def _image(block: JSONObject, dropped: Dropped) -> JSONObject | None:
             return {"type": "image_url", "image_url": {"url": url}}
         if source.get("type") == "url" and isinstance(source.get("url"), str):
             return {"type": "image_url", "image_url": {"url": source["url"]}}
-    dropped.add("image.source")
+    dropped.block("image")
     return None
 
 
@@ -187,4 +171,4 @@ def _text_of(block: JSONObject, where: str) -> str:
 
 def _note_cache_control(block: JSONObject, dropped: Dropped) -> None:
     if "cache_control" in block:
-        dropped.add("cache_control")
+        dropped.field("cache_control")

@@ -27,7 +27,8 @@ from typing import Final
 
 from proxy.core.errors import ClientRequestError
 from proxy.core.protocols.chat.chunks import JSONObject
-from proxy.core.protocols.messages.content import Dropped, block_text, convert_messages
+from proxy.core.protocols.messages.content import block_text, convert_messages
+from proxy.core.protocols.messages.dropped import Dropped
 
 _COPIED: Final = ("max_tokens", "temperature", "top_p", "top_k", "stream")
 _HANDLED: Final = frozenset(
@@ -75,10 +76,10 @@ def translate_request(body: JSONObject) -> Translated:
     if effort is not None:
         chat["reasoning_effort"] = effort
     elif "thinking" in body:
-        dropped.add("thinking")
+        dropped.field("thinking")
     for key in body:
         if key not in _HANDLED:
-            dropped.add(key)
+            dropped.field(key)
     return Translated(chat, MessagesContext(model, stops), dropped.names)
 
 
@@ -95,10 +96,10 @@ def convert_tools(tools: object, dropped: Dropped | None = None) -> list[JSONObj
         schema = tool.get("input_schema")
         if not isinstance(schema, dict):
             if dropped is not None:
-                dropped.add(f"tools.{tool.get('type', tool['name'])}")
+                dropped.tool(tool.get("type"))
             continue
         if dropped is not None and "cache_control" in tool:
-            dropped.add("cache_control")
+            dropped.field("cache_control")
         function: JSONObject = {"name": tool["name"], "parameters": schema}
         if isinstance(tool.get("description"), str):
             function["description"] = tool["description"]
