@@ -54,7 +54,7 @@ def llamacpp_b9821(events: Events) -> Events:
     out = copy.deepcopy(events)
     for event in of_type(out, "content_block_start"):
         if event["content_block"]["type"] == "tool_use":
-            del event["content_block"]["input"]
+            event["content_block"].pop("input", None)
     stops = [e for e in out if e["type"] == "content_block_stop"]
     rest = [e for e in out if e["type"] != "content_block_stop"]
     at = next(i for i, e in enumerate(rest) if e["type"] == "message_delta")

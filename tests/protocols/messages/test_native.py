@@ -11,8 +11,11 @@ import json
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from proxy.core.repairs import Repair
+from tests.normalize_helpers import cut
 from tests.protocols.messages import streams
 from tests.protocols.messages.checker import Result, check
 from tests.protocols.messages.native_helpers import every_cut, repair
@@ -184,3 +187,30 @@ def test_qwen3_coder_markup_split_across_deltas_becomes_a_tool_use_block():
         ("get_weather", {"location": "Paris"})
     ]
     assert result.message["stop_reason"] == "tool_use"
+
+
+COMPOSABLE = [
+    streams.input_missing,
+    streams.empty_fields_dropped,
+    streams.message_start_twice,
+    streams.stop_reason(""),
+    streams.without("message_stop"),
+    streams.llamacpp_b9821,
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.sampled_from(WITH_TOOLS),
+    quirks=st.lists(st.sampled_from(COMPOSABLE), max_size=4, unique=True),
+    cuts=st.lists(st.integers(min_value=0), max_size=6),
+)
+def test_quirks_combined_come_out_canonical_however_cut(name, quirks, cuts):
+    events = streams.parsed(name)
+    for quirk in quirks:
+        events = quirk(events)
+    broken = streams.sse(events)
+    whole, _ = repair(broken)
+    assert repair(cut(broken, cuts))[0] == whole
+    result = check(whole)
+    assert calls(result) == calls(check(streams.recorded(name)))

@@ -165,3 +165,14 @@ async def test_model_map_and_max_tokens_limit_reach_the_chat_upstream(start_upst
     )
     start = json.loads(body.split(b"\n")[1].removeprefix(b"data: "))
     assert start["message"]["model"] == "claude-x", "the client sees the name it asked for"
+
+
+async def test_an_unreachable_upstream_is_an_anthropic_api_error(start_proxy, unused_tcp_port):
+    proxy = await start_proxy(
+        UpstreamSettings(name="gone", url=f"http://127.0.0.1:{unused_tcp_port}")
+    )
+    response = await proxy.post("/v1/messages", json=REQUEST)
+    assert response.status == 502
+    body = json.loads(await response.read())
+    assert body["type"] == "error"
+    assert body["error"]["type"] == "api_error"
