@@ -102,8 +102,11 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
                 plan=plan,
             ) as resp:
                 return await respond_translated(request, state, upstream, plan, chat, resp)
-    if isinstance(payload, dict) and forwarding.apply(forwarded := dict(payload)):
-        body = orjson.dumps(forwarded)  # the client's payload stays as it asked, for the answer
+    if isinstance(payload, dict):
+        forwarded = dict(payload)  # the client's payload stays as it asked, for the answer
+        if forwarding.apply(forwarded):
+            body = orjson.dumps(forwarded)
+        del forwarded  # no parsed copy is held while the upstream works
     if plan.mode is not Mode.NATIVE:
         payload = None  # a chat completion or passthrough needs only the facts taken from it
     with upstream.slots.take():
