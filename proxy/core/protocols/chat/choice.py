@@ -30,7 +30,8 @@ from proxy.core import markup as dialects
 from proxy.core.calls.state import S1, S2, Action, CallInput, CallState, Table, transition
 from proxy.core.errors import DialectError
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
-from proxy.core.protocols.chat.chunks import INVALID, JSONObject, complete_json, json_prefix_end
+from proxy.core.protocols.chat.argtext import ArgText
+from proxy.core.protocols.chat.chunks import INVALID, JSONObject, complete_json
 from proxy.core.protocols.chat.pieces import HELD, Call, Piece, Sink, Source, StreamContext
 from proxy.core.protocols.chat.tooldelta import ToolDelta
 from proxy.core.repairs import Repair, markup_kind
@@ -45,6 +46,12 @@ class ChoiceNormalizer:
         self._s = stream
         self._table: Table = S2 if stream.coalesce else S1
         self._calls: list[Call] = []
+        # Found without a scan over the calls, which a choice of thousands would make on
+        # every delta: the held placeholders (in S1 at most one, as a call only becomes one
+        # right after the others were released), and the first call S2 has not sent whole
+        # (every call before it is OPEN, which a call stays).
+        self._placeholders: dict[Call, None] = {}
+        self._unsent = 0
         self._by_key: dict[int | str, Call] = {}
         self._by_id: dict[str, Call] = {}
         self._last: Call | None = None
@@ -135,7 +142,7 @@ class ChoiceNormalizer:
             or call.index != key
             or self._extracting
             or complete_json(text) is not INVALID  # maybe a re-sent copy (Q17)
-            or any(c.state is CallState.PLACEHOLDER for c in self._calls)
+            or self._placeholders
         ):
             return None
         return call
@@ -274,23 +281,23 @@ class ChoiceNormalizer:
         for call in self._calls:
             self._input(call, CallInput.END, "", sink, complete=complete)
             if call.args:
-                if complete and complete_json(call.text()) is INVALID:
+                if complete and call.args.complete() is INVALID:
                     self._record(Repair.ARGS_NOT_JSON)  # Q18: seen, not repairable
                     self._cut = True
-                self._s.held -= sum(map(len, call.args))
-                call.args = []
+                self._s.held -= len(call.args)
+                call.args = ArgText()
 
     # -- tool-call entries -----------------------------------------------------------------
 
     def _entries(self, entries: list[ToolDelta], sink: Sink) -> None:
-        touched: list[Call] = []
+        touched: set[Call] = set()
         for entry in entries:
             call = self._locate(entry)
             if call in touched:
                 self._record(Repair.SAME_INDEX_TWICE)
             elif touched:
                 self._record(Repair.SEVERAL_CALLS_IN_ONE_DELTA)
-            touched.append(call)
+            touched.add(call)
             self._entry(call, entry, sink)
 
     def _locate(self, td: ToolDelta) -> Call:
@@ -342,7 +349,7 @@ class ChoiceNormalizer:
             and td.name == call.name
             and td.args.lstrip()[:1] in ("{", "[")
             and bool(call.args)
-            and complete_json(call.text()) is not INVALID
+            and call.args.complete() is not INVALID
         )
 
     def _resent(self, call: Call, td: ToolDelta) -> bool:
@@ -354,18 +361,18 @@ class ChoiceNormalizer:
         value, or is the fragment's beginning (whitespace outside strings aside), only the
         part the client has not seen yet is kept.
         """
-        kept = call.text() if call.args else ""
+        kept = call.args
         if not td.args or not kept:
             return False
         value = complete_json(td.args)
         if value is INVALID:
             return False
-        tail = kept.rstrip()
-        if not tail or tail[-1] in _AFTER_VALUE_COULD_FOLLOW:
+        last = kept.last_char()
+        if not last or last in _AFTER_VALUE_COULD_FOLLOW:
             return False
-        end = json_prefix_end(kept, td.args)
+        end = kept.prefix_end(td.args)
         if end is None:
-            if complete_json(kept) != value:
+            if kept.complete() != value:
                 return False
             end = len(td.args)
         rest = td.args[end:]
@@ -409,25 +416,26 @@ class ChoiceNormalizer:
             call.state is CallState.COLLECTING
             and not call.placeholder_args
             and td.args.rstrip()[-1:] in ("}", "]")
-            and complete_json(call.text()) is not INVALID
+            and call.args.complete() is not INVALID
         ):
             call.whole = True
             self._send_whole_calls(sink)
 
     def _send_whole_calls(self, sink: Sink) -> None:
         """S2: calls go out whole as soon as they are, but never before an earlier call."""
-        for call in self._calls:
-            if call.state is CallState.OPEN:
-                continue
-            if call.state is not CallState.COLLECTING or not call.whole:
-                return
-            self._input(call, CallInput.COMPLETE, "", sink)
+        calls = self._calls
+        while self._unsent < len(calls):
+            call = calls[self._unsent]
+            if call.state is not CallState.OPEN:
+                if call.state is not CallState.COLLECTING or not call.whole:
+                    return
+                self._input(call, CallInput.COMPLETE, "", sink)
+            self._unsent += 1
 
     def _release_others(self, call: Call, sink: Sink) -> None:
         """A held placeholder goes out as it is once another call of the choice moves on."""
-        for other in self._calls:
-            if other is not call and other.state is CallState.PLACEHOLDER:
-                self._input(other, CallInput.END, "", sink)
+        for other in [held for held in self._placeholders if held is not call]:
+            self._input(other, CallInput.END, "", sink)
 
     # -- the state machine -------------------------------------------------------------------
 
@@ -442,6 +450,10 @@ class ChoiceNormalizer:
         extras: tuple[JSONObject, JSONObject] | None = None,
     ) -> None:
         state, action = transition(self._table, call.state, event)
+        if state is CallState.PLACEHOLDER:
+            self._placeholders[call] = None
+        elif call.state is CallState.PLACEHOLDER:
+            del self._placeholders[call]
         call.state = state
         if state in HELD:
             if call.slot is None and call not in sink.holding:
@@ -506,9 +518,9 @@ class ChoiceNormalizer:
     def _drop_placeholder(self, call: Call) -> None:
         self._record(Repair.ARGS_PLACEHOLDER)
         self._s.dropped.append(call.text())
-        self._s.held -= sum(map(len, call.args))
-        call.args_len -= sum(map(len, call.args))
-        call.args = []
+        self._s.held -= len(call.args)
+        call.args_len -= len(call.args)
+        call.args = ArgText()
 
     def _collect(
         self,

@@ -14,6 +14,7 @@ from typing import Final
 
 from proxy.core.calls.state import CallState
 from proxy.core.ids import IdPool
+from proxy.core.protocols.chat.argtext import ArgText
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.sse import Event
 
@@ -63,7 +64,7 @@ class Call:
     state: CallState = CallState.NAMELESS
     id: str | None = None  #: the id the client sees, set when the opening is built
     index: int | None = None  #: the index the client sees, set when the opening is built
-    args: list[str] = field(default_factory=list)  #: argument text kept (held or for Q17)
+    args: ArgText = field(default_factory=ArgText)  #: argument text kept (held or for Q17)
     args_len: int = 0  #: all argument text accepted, including text no longer kept
     waited: bool = False  #: entries were held before the name came (Q14)
     placeholder: Piece | None = None  #: S1: the opening held back with "{}"
@@ -77,7 +78,7 @@ class Call:
     head: JSONObject | None = None  #: the other delta fields of a chunk that held the call
 
     def text(self) -> str:
-        return "".join(self.args)
+        return self.args.text()
 
 
 @dataclass(eq=False, slots=True)
