@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from proxy.core.protocols.chat.normalize import NormalizeOptions
 from tests.normalize_helpers import bytewise, random_cuts
 from tests.protocols.messages.checker import check
 from tests.protocols.messages.translate_helpers import GOLDEN, REQUESTS, SINGLE, translate
@@ -17,8 +18,15 @@ single = pytest.mark.parametrize("case", SINGLE, ids=[c["name"] for c in SINGLE]
 FINISHED = [c for c in SINGLE if c["complete"] and c["expect"][0]["finish_reason"] is not None]
 
 
+def options(case: dict[str, Any]) -> NormalizeOptions:
+    """The markup dialects the golden case turns on (none when it names none)."""
+    return NormalizeOptions(dialects=tuple(case.get("dialects", ())))
+
+
 def run(case: dict[str, Any], reads: list[bytes]) -> bytes:
-    return translate(REQUESTS[case["request"]], reads, complete=case["complete"])[0]
+    return translate(
+        REQUESTS[case["request"]], reads, complete=case["complete"], options=options(case)
+    )[0]
 
 
 def expected_stop_reason(expect: dict[str, Any]) -> str:
@@ -71,7 +79,7 @@ def test_golden_stream_translates_the_same_however_it_is_cut(case):
 @pytest.mark.parametrize("case", FINISHED, ids=[c["name"] for c in FINISHED])
 def test_non_streaming_message_says_what_the_stream_says(case):
     body = (GOLDEN / f"{case['name']}.in.sse").read_bytes()
-    out, encoder = translate(REQUESTS[case["request"]], [body])
+    out, encoder = translate(REQUESTS[case["request"]], [body], options=options(case))
     streamed = check(out)
     message = encoder.response()
     assert message["stop_reason"] == streamed.message["stop_reason"]

@@ -29,7 +29,7 @@ def translate(
     options: NormalizeOptions | None = None,
 ) -> tuple[bytes, MessagesEncoder]:
     normalizer = StreamNormalizer(
-        options or NormalizeOptions(dialects=("hermes", "qwen3_coder")),
+        options or NormalizeOptions(),
         RequestInfo.from_body(chat_request),
         new_id=counting_ids(),
     )
