@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from openai import AsyncOpenAI, BadRequestError
+from openai import AsyncOpenAI, BadRequestError, InternalServerError
 
 from proxy.settings import UpstreamSettings
 from tests.conftest import upstream_url
@@ -219,3 +219,46 @@ async def test_dropped_fields_are_counted_in_the_metrics(serve):
     for field in ("tools.web_search", "store", "include"):
         line = f'toolcall_proxy_translate_dropped_total{{field="{field}",protocol="responses"}} 1.0'
         assert line in metrics
+
+
+async def test_an_upstream_error_before_the_stream_keeps_its_status(serve):
+    async def failing(request: web.Request) -> web.Response:
+        return web.json_response({"error": {"message": "model not loaded"}}, status=503)
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", failing)
+    _, client = await serve(app)
+    with pytest.raises(InternalServerError) as raised:
+        await client.responses.create(model="m", input="Hi", stream=True)
+    assert raised.value.status_code == 503
+    assert "model not loaded" in str(raised.value)
+
+
+async def test_native_non_streamed_response_gets_its_missing_call_id(serve):
+    body = {
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "model": "m",
+        "output": [
+            {
+                "id": "fc_1",
+                "type": "function_call",
+                "status": "completed",
+                "call_id": "",
+                "name": "get_weather",
+                "arguments": "{}",
+            }
+        ],
+        "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
+    }
+
+    async def responses(request: web.Request) -> web.Response:
+        return web.json_response(body)
+
+    app = web.Application()
+    app.router.add_post("/v1/responses", responses)
+    _, client = await serve(app, responses="native")
+    answer = await client.responses.create(model="m", input="Hi", tools=[WEATHER])
+    [call] = answer.output
+    assert call.call_id == "call_fc_1"
