@@ -31,9 +31,9 @@ def _free_port() -> int:
 
 
 class ProxyProcess:
-    def __init__(self, workdir: Path, upstream_url: str) -> None:
+    def __init__(self, workdir: Path, upstream_url: str, config: str | None = None) -> None:
         self.config = workdir / "proxy.toml"
-        self.config.write_text(proxy_config(upstream_url))
+        self.config.write_text(proxy_config(upstream_url) if config is None else config)
         self.log = workdir / "proxy.log"
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"

@@ -1,0 +1,1 @@
+"""Real coding agents (OpenCode, Codex CLI, Claude Code) run offline through the proxy."""

@@ -1,0 +1,83 @@
+"""How each agent under test is run offline against a base URL: its command line, its
+environment and the files it needs first (a fresh home, a config that turns off every
+network feature; research/protocols.md section 5)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+NODE_BIN: Final = Path(__file__).resolve().parents[1] / "clients" / "node_modules" / ".bin"
+PROMPT: Final = "Run the proof command with your shell tool, then say what it printed."
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    argv: list[str]
+    env: dict[str, str]
+
+
+def _base_env(home: Path) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "LANG": "C.UTF-8",
+    }
+    for key in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+        Path(env[key]).mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def opencode(base_url: str, home: Path) -> Invocation:
+    """OpenCode speaks Chat Completions through its openai-compatible provider."""
+    env = _base_env(home)
+    config = {
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {
+            "p": {
+                "npm": "@ai-sdk/openai-compatible",
+                "options": {"baseURL": f"{base_url}/v1", "apiKey": "dummy"},
+                "models": {"m": {"tool_call": True, "limit": {"context": 128000, "output": 4096}}},
+            }
+        },
+        "model": "p/m",
+        "small_model": "p/m",
+        "permission": {"bash": "allow"},
+        "autoupdate": False,
+        "share": "disabled",
+        "lsp": False,
+    }
+    path = home / "opencode.json"
+    path.write_text(json.dumps(config))
+    # OpenCode installs its plugin package in the background unless its config folder already
+    # lists it and has node_modules (no setting turns that off).
+    folder = Path(env["XDG_CONFIG_HOME"]) / "opencode"
+    (folder / "node_modules" / "@opencode-ai" / "plugin").mkdir(parents=True, exist_ok=True)
+    deps = {"dependencies": {"@opencode-ai/plugin": "*"}}
+    (folder / "package.json").write_text(json.dumps(deps))
+    (folder / "package-lock.json").write_text(
+        json.dumps({"name": "opencode", "lockfileVersion": 3, "packages": {"": deps}})
+    )
+    env["OPENCODE_CONFIG"] = str(path)
+    for flag in (
+        "AUTOUPDATE",
+        "MODELS_FETCH",
+        "LSP_DOWNLOAD",
+        "DEFAULT_PLUGINS",
+        "SHARE",
+        "CLAUDE_CODE",
+        "EXTERNAL_SKILLS",
+    ):
+        env[f"OPENCODE_DISABLE_{flag}"] = "1"
+    return Invocation([str(NODE_BIN / "opencode"), "run", "--format", "json", PROMPT], env)
+
+
+AGENTS: Final[dict[str, Callable[[str, Path], Invocation]]] = {"opencode": opencode}
