@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -26,6 +27,12 @@ from proxy.core.events import (
 from proxy.core.protocols.responses.context import ResponsesContext
 from proxy.core.protocols.responses.encode import ResponsesEncoder
 from tests.protocols.responses.checker import check
+
+
+def ids() -> Callable[[], str]:
+    counter = itertools.count(1)
+    return lambda: f"x{next(counter)}"
+
 
 STEP = st.one_of(
     st.tuples(st.just("text"), st.text(min_size=1, max_size=5)),
@@ -74,8 +81,7 @@ def test_any_event_sequence_comes_out_canonical(
     stream: tuple[list[StreamEvent], dict[int, str], str],
 ):
     events, args, text = stream
-    counter = itertools.count(1)
-    encoder = ResponsesEncoder(ResponsesContext(), lambda: f"x{next(counter)}")
+    encoder = ResponsesEncoder(ResponsesContext(), ids())
     body = b"".join(b for event in events for b in encoder.feed(event))
     checked = check(body)
     assert [(c["call_id"], c["arguments"]) for c in checked.calls] == [
@@ -83,3 +89,20 @@ def test_any_event_sequence_comes_out_canonical(
     ]
     assert checked.text == text
     assert json.loads(json.dumps(checked.response))["status"] == "completed"
+
+
+class SlowEncoder(ResponsesEncoder):
+    """The encoder without its hot path: every delta through the general one."""
+
+    def _hot(self, event: StreamEvent) -> bytes | None:
+        return None
+
+
+@given(streams())
+def test_the_hot_path_writes_the_bytes_the_general_path_would(stream):
+    events, _, _ = stream
+    bodies = []
+    for cls in (ResponsesEncoder, SlowEncoder):
+        encoder = cls(ResponsesContext(), ids())
+        bodies.append(b"".join(b for event in events for b in encoder.feed(event)))
+    assert bodies[0] == bodies[1]
