@@ -193,7 +193,7 @@ async def test_native_canonical_stream_passes_byte_identical(serve):
 
 async def test_native_llamacpp_stream_is_repaired_for_openai_python(serve):
     body = v.sse(v.llamacpp(v.recorded("responses-openai-gpt4o-parallel-two-calls.sse")))
-    _, client = await serve(_native_app(body), responses="native")
+    proxy, client = await serve(_native_app(body), responses="native")
     async with client.responses.stream(model="m", input="Hi", tools=[WEATHER]) as stream:
         async for _ in stream:
             pass
@@ -202,6 +202,9 @@ async def test_native_llamacpp_stream_is_repaired_for_openai_python(serve):
         "get_weather",
         "get_time",
     ]
+    metrics = await (await proxy.get("/-/metrics")).text()
+    for kind in ("sequence-number-missing", "output-index-missing", "arguments-done-missing"):
+        assert f'kind="{kind}"' in metrics
 
 
 async def test_dropped_fields_are_counted_in_the_metrics(serve):
