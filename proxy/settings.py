@@ -130,6 +130,11 @@ class TimeoutSettings(_Strict):
     first_byte: float = Field(600.0, gt=0)  # prompt processing of a long context can take minutes
     idle: float = Field(300.0, gt=0)
     client_write: float = Field(300.0, gt=0)  # a client reading nothing this long is dropped
+    # From a connection's start (or its previous response's end) to the end of the next
+    # request's headers; also how long an idle keep-alive connection stays open.
+    request_headers: float = Field(75.0, gt=0)
+    # A body the proxy reads (JSON, for routing) must arrive whole this long after its headers.
+    request_body: float = Field(60.0, gt=0)
     # On SIGTERM, open streams may run this long; under Kubernetes' default 30 s before SIGKILL.
     shutdown_grace: float = Field(25.0, ge=0)
 

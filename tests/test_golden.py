@@ -1,7 +1,8 @@
 """Golden streams: every recorded upstream stream and every quirk Q1-Q31, in both output forms.
 
 Each case in tests/golden/cases.json names an upstream body (``<case>.in.sse``), the request it
-answers (requests.json), whether the upstream's response ended cleanly, the repair kinds the
+answers (requests.json), the markup dialects on (``dialects``, none when absent), whether the
+upstream's response ended cleanly, the repair kinds the
 normalizer must record and what a client must reconstruct (``expect``: per choice the calls
 with name, id (null: synthesized) and arguments as a JSON value, or ``arguments_text`` when
 they are not valid JSON; the text; the finish reason). The client-suite tests replay the same
@@ -39,7 +40,7 @@ def normalize(case: dict[str, Any], form: str, pieces: list[bytes] | bytes | Non
     body = pieces if pieces is not None else (GOLDEN / f"{case['name']}.in.sse").read_bytes()
     return run(
         body,
-        options=NormalizeOptions(coalesce=form == "S2"),
+        options=NormalizeOptions(coalesce=form == "S2", dialects=tuple(case.get("dialects", ()))),
         request=RequestInfo.from_body(REQUESTS[case["request"]]),
         complete=case["complete"],
     )

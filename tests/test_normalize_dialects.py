@@ -19,6 +19,8 @@ from proxy.core.errors import DialectError
 from proxy.core.markup import build_extractor
 from proxy.core.markup.base import Segment, Tools
 from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, normalize_completion
+from tests.dialects.examples import SAMPLES
+from tests.dialects.helpers import tokens
 from tests.normalize_helpers import counting_ids, cut, run
 from tests.strict_checker import check, reconstruct
 
@@ -362,3 +364,44 @@ def _chunks(out: bytes) -> list[dict[str, Any]]:
         for line in out.split(b"\n\n")
         if line.startswith(b"data: {")
     ]
+
+
+# The dialects of issue 16, each streamed token by token from its contract sample.
+NEW_DIALECTS = ("gemma4", "hunyuan", "nemotron", "lfm2")
+
+
+@pytest.mark.parametrize("name", NEW_DIALECTS)
+def test_new_dialects_become_calls_only_when_tools_were_offered(name):
+    body = stream(*tokens(SAMPLES[name]))
+    out, n = normalize(body, NormalizeOptions(dialects=(name,)))
+    assert check(out, form="S1") == []
+    assert reconstruct(out).choices[0].calls
+    assert n.repairs[f"markup-in-content:{name}"] >= 1
+    assert normalize(body, NormalizeOptions(dialects=(name,)), {})[0] == body
+
+
+@pytest.mark.parametrize("name", NEW_DIALECTS)
+def test_new_dialects_cut_inside_a_call_close_it_and_count_the_break(name):
+    sample = SAMPLES[name]
+    cut_at = sample.index("Zürich") + 3
+    out, n = normalize(stream(*tokens(sample[:cut_at])), NormalizeOptions(dialects=(name,)))
+    (call,) = reconstruct(out).choices[0].calls
+    assert call.name == "get_weather"
+    assert n.repairs["markup-broken"] == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("gemma4", "<|tool_call>call:get weather{}<tool_call|> stays"),
+        ("hunyuan", "<answer>Plain answer.</answer>"),
+        ("nemotron", "<TOOLCALL>oops</TOOLCALL>"),
+        ("lfm2", "<|tool_call_start|>nothing<|tool_call_end|>"),
+    ],
+)
+def test_new_dialects_leave_malformed_blocks_as_the_text_they_were(name, content):
+    out, n = normalize(stream(*tokens(content)), NormalizeOptions(dialects=(name,)))
+    seen = reconstruct(out).choices[0]
+    assert "".join(seen.content) == content
+    assert not seen.calls
+    assert not n.repairs  # a held marker is released as text in the next delta: no repair

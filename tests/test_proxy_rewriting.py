@@ -51,8 +51,9 @@ async def test_golden_stream_is_repaired_through_the_running_proxy(
     upstream_input = (GOLDEN / f"{case['name']}.in.sse").read_bytes()
     expected = (GOLDEN / (case["name"] + FORMS[form])).read_bytes()
     upstream = await start_upstream(replay(upstream_input))
+    dialects = case.get("dialects") or "none"
     proxy = await start_proxy(
-        UpstreamSettings(name="u", url=upstream_url(upstream), output=form, dialects="none")
+        UpstreamSettings(name="u", url=upstream_url(upstream), output=form, dialects=dialects)
     )
     resp = await proxy.post("/v1/chat/completions", json=REQUESTS[case["request"]])
     assert resp.status == 200

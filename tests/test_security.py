@@ -114,21 +114,24 @@ async def test_absolute_form_request_targets_are_refused(
 
 
 @pytest.mark.parametrize(
-    "request_line",
+    ("request_line", "statuses"),
     [
-        b"CONNECT 127.0.0.1:{canary} HTTP/1.1",
-        b"OPTIONS * HTTP/1.1",
-        b"GET 127.0.0.1:{canary}/v1/models HTTP/1.1",
+        (b"CONNECT 127.0.0.1:{canary} HTTP/1.1", (405,)),
+        (b"OPTIONS * HTTP/1.1", (400, 404)),
+        (b"GET 127.0.0.1:{canary}/v1/models HTTP/1.1", (400, 404)),
     ],
 )
 async def test_authority_and_asterisk_form_targets_are_refused(
-    request_line: bytes, canary: tuple[Recorder, TestServer], proxy_to_recorder: ProxyToRecorder
+    request_line: bytes,
+    statuses: tuple[int, ...],
+    canary: tuple[Recorder, TestServer],
+    proxy_to_recorder: ProxyToRecorder,
 ) -> None:
     recorder, canary_server = canary
     upstream, proxy = await proxy_to_recorder()
     line = request_line.replace(b"{canary}", b"%d" % canary_server.port)
     status, _, _ = await raw_request(proxy.port, line + b"\r\nHost: x")
-    assert status in (400, 404)
+    assert status in statuses
     assert recorder.seen == upstream.seen == []
 
 

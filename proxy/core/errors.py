@@ -14,6 +14,7 @@ class ProxyError(Exception):
     status: ClassVar[int] = 500
     type: ClassVar[str] = "proxy_error"
     headers: ClassVar[tuple[tuple[str, str], ...]] = ()  # added to the error response
+    closes_connection: ClassVar[bool] = False  # the connection is closed after the answer
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -45,6 +46,33 @@ class TooManyRequests(ClientRequestError):
     status = 429
     type = "rate_limit_error"
     headers = (("Retry-After", "1"),)
+
+
+class PayloadTooLarge(ClientRequestError):
+    """A body the proxy reads is over limits.max_request_body_bytes."""
+
+    status = 413
+
+
+class RequestTimeout(ClientRequestError):
+    """A body the proxy reads did not arrive within timeouts.request_body."""
+
+    status = 408
+    closes_connection = True  # what is left of the body will not come, or too late
+
+
+class NotHTTP1(ClientRequestError):
+    """A request line without a version (HTTP/0.9) or with one other than HTTP/1.x."""
+
+    closes_connection = True  # its framing is not one this proxy can trust
+
+
+class MethodNotAllowed(ClientRequestError):
+    """CONNECT: this is a reverse proxy, it opens no tunnels."""
+
+    status = 405
+    headers = (("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"),)
+    closes_connection = True  # what a client sends after CONNECT is meant for a tunnel
 
 
 class UpstreamError(ProxyError):

@@ -14,11 +14,16 @@ from proxy.settings import Settings, UpstreamSettings
 from proxy.shell.accesslog import access_middleware
 from proxy.shell.app_state import STATE, ProxyState, UpstreamConfig
 from proxy.shell.auth import ClientKeys, auth_middleware
+from proxy.shell.body import expect_handler
 from proxy.shell.handlers import handle_proxy
 from proxy.shell.keepalive import reuse_tracing
 from proxy.shell.limits import Slots
 from proxy.shell.metrics import METRICS, Metrics, handle_metrics
-from proxy.shell.middlewares import error_middleware, request_id_middleware
+from proxy.shell.middlewares import (
+    error_middleware,
+    request_id_middleware,
+    request_line_middleware,
+)
 from proxy.shell.readiness import READINESS, Readiness, handle_ready
 
 # The proxy's own endpoints live under a prefix that no LLM server uses, so that an upstream's
@@ -62,6 +67,7 @@ def create_app(settings: Settings) -> web.Application:
         request_id_middleware,
         access_middleware(OWN_PREFIX),
         error_middleware,
+        request_line_middleware,
     ]
     if settings.auth.enabled:  # innermost: a 401 is logged and shaped like any error
         middlewares.append(auth_middleware(ClientKeys(settings.auth.client_keys()), PUBLIC))
@@ -97,5 +103,10 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get(OWN_PREFIX + "health", handle_health)
     app.router.add_get(OWN_PREFIX + "ready", handle_ready)
     app.router.add_get(OWN_PREFIX + "metrics", handle_metrics)
-    app.router.add_route("*", "/{tail:.*}", handle_proxy)
+    app.router.add_route(
+        "*",
+        "/{tail:.*}",
+        handle_proxy,
+        expect_handler=expect_handler(settings.limits.max_request_body_bytes),
+    )
     return app

@@ -39,14 +39,12 @@ def is_chat_completion(request: web.Request) -> bool:
 
 
 def stream_normalizer(
-    upstream: UpstreamConfig, request: web.Request, payload: object
+    upstream: UpstreamConfig, request: web.Request, info: RequestInfo
 ) -> StreamNormalizer | None:
     """The rewriting stage for a streamed chat completion, or None to pass it through."""
     if upstream.normalize is None or not is_chat_completion(request):
         return None
-    return StreamNormalizer(
-        upstream.normalize, RequestInfo.from_body(payload), new_id=new_id_factory()
-    )
+    return StreamNormalizer(upstream.normalize, info, new_id=new_id_factory())
 
 
 STATE = web.AppKey("state", ProxyState)

@@ -42,6 +42,7 @@ from proxy.shell.app_state import (
     stream_normalizer,
 )
 from proxy.shell.bodies import media_type, read_capped
+from proxy.shell.body import ForwardedBody, body_facts, read_body
 from proxy.shell.exchange import EXCHANGE
 from proxy.shell.forwarded import set_forwarded
 from proxy.shell.headers import end_to_end
@@ -57,9 +58,6 @@ from proxy.shell.translated import (
 
 log = logging.getLogger("toolcall_proxy")
 
-# Bodies of these types are streamed to the upstream without being read for routing.
-_STREAMED_BODY_TYPES = ("multipart/", "application/octet-stream", "audio/", "image/", "video/")
-
 
 async def handle_proxy(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
@@ -70,12 +68,15 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
         raise ClientRequestError("the request path has dot segments")
     if request.method == "GET" and request.path == "/v1/models":
         return await handle_models(request)
-    body, payload = await _read_body(request)
-    model = payload.get("model") if isinstance(payload, dict) else None
-    model = model if isinstance(model, str) else None
+    body, payload = await read_body(
+        request,
+        limit=state.settings.limits.max_request_body_bytes,
+        time_limit=state.settings.timeouts.request_body,
+    )
+    facts = body_facts(payload)
     exchange = request[EXCHANGE]
-    exchange.model = model
-    upstream = state.upstream(state.router.route(model).name)
+    exchange.model = facts.model
+    upstream = state.upstream(state.router.route(facts.model).name)
     exchange.upstream = upstream.route.name
     plan = plan_request(
         request.method,
@@ -97,25 +98,13 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
                 return await respond_translated(request, state, upstream, plan, chat, resp)
     if isinstance(payload, dict) and forwarding.apply(forwarded := dict(payload)):
         body = orjson.dumps(forwarded)  # the client's payload stays as it asked, for the answer
+    if plan.mode is not Mode.NATIVE:
+        payload = None  # a chat completion or passthrough needs only the facts taken from it
     with upstream.slots.take():
         async with UpstreamCall(request, state, upstream, body) as resp:
             if plan.mode is Mode.NATIVE:
                 return await respond_native(request, state, upstream, plan, payload, resp)
-            return await _respond(request, state, upstream, payload, resp)
-
-
-async def _read_body(request: web.Request) -> tuple[bytes | None, object]:
-    """Read the body when it may be JSON that routing needs; None means stream it through."""
-    if not request.body_exists:
-        return b"", None
-    content_type = request.headers.get(hdrs.CONTENT_TYPE, "").lower()
-    if content_type.startswith(_STREAMED_BODY_TYPES):
-        return None, None
-    body = await request.read()  # bounded by the app's client_max_size (413 above it)
-    try:
-        return body, orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return body, None
+            return await _respond(request, state, upstream, facts.info, resp)
 
 
 class UpstreamCall:
@@ -126,7 +115,7 @@ class UpstreamCall:
         request: web.Request,
         state: ProxyState,
         upstream: UpstreamConfig,
-        body: bytes | None,
+        body: bytes | bytearray | None,
         *,
         path: str | None = None,
     ) -> None:
@@ -145,7 +134,9 @@ class UpstreamCall:
         headers = _upstream_headers(request, self._state.settings, upstream)
         # No body stays no body: an empty bytes value would add a Content-Length the
         # client never sent.
-        data: Any = request.content if self._body is None else (self._body or None)
+        data: Any = request.content
+        if self._body is not None:
+            data = ForwardedBody(self._body) if self._body else None
         try:
             async with asyncio.timeout(timeouts.first_byte):
                 self._resp = await keepalive.request(
@@ -213,7 +204,7 @@ async def _respond(
     request: web.Request,
     state: ProxyState,
     upstream: UpstreamConfig,
-    payload: object,
+    info: RequestInfo,
     resp: ClientResponse,
 ) -> web.StreamResponse:
     exchange = request[EXCHANGE]
@@ -226,11 +217,11 @@ async def _respond(
         if is_chat_completion(request):
             body, complete = await read_capped(resp, state.settings.limits.max_response_body_bytes)
         if complete:
-            return _completion_response(request, upstream, payload, resp, body)
+            return _completion_response(request, upstream, info, resp, body)
         head = body  # too large to hold: what was read goes out first, the rest streams
     normalizer = None
     if rewritable and kind == "text/event-stream":
-        normalizer = stream_normalizer(upstream, request, payload)
+        normalizer = stream_normalizer(upstream, request, info)
     response = web.StreamResponse(status=resp.status, reason=resp.reason)
     drop = (hdrs.CONTENT_LENGTH,) if normalizer is not None else ()
     response.headers.extend(end_to_end(resp.headers, drop=drop))
@@ -261,7 +252,7 @@ async def _respond(
 def _completion_response(
     request: web.Request,
     upstream: UpstreamConfig,
-    payload: object,
+    info: RequestInfo,
     resp: ClientResponse,
     body: bytes,
 ) -> web.Response:
@@ -269,9 +260,7 @@ def _completion_response(
     assert upstream.normalize is not None
     exchange = request[EXCHANGE]
     exchange.meter.received(body)
-    fixed, repairs = normalize_completion(
-        body, upstream.normalize, RequestInfo.from_body(payload), new_id=new_id_factory()
-    )
+    fixed, repairs = normalize_completion(body, upstream.normalize, info, new_id=new_id_factory())
     exchange.completion_rewritten(resp.status, repairs)
     exchange.meter.sending(fixed)
     if repairs:

@@ -7,9 +7,15 @@ vLLM's scheduler), so a second queue here would only hide the overload and hold 
 while OpenAI-style clients retry a 429 with backoff on their own. A slot is held from routing
 until the response (streamed or not) has ended or the client has left.
 
-Size caps: the request body (``limits.max_request_body_bytes``, 413, applied by aiohttp to
-bodies the proxy reads) and each request line or header line (``limits.max_header_bytes``,
-400 from aiohttp's HTTP parser, before any handler runs).
+Size caps: the request body (``limits.max_request_body_bytes``, 413, applied by
+:mod:`proxy.shell.body` to bodies the proxy reads) and each request line or header line
+(``limits.max_header_bytes``, 400 from aiohttp's HTTP parser, before any handler runs).
+
+Time caps: a request's headers must have arrived ``timeouts.request_headers`` after the
+connection opened or its previous response ended. That is aiohttp's ``keepalive_timeout``,
+which since aiohttp 3.14.4 runs from the connection's start and closes a connection whose
+next request has not been parsed in time, idle or half-sent alike. A body the proxy reads
+must arrive within ``timeouts.request_body`` (:mod:`proxy.shell.body`).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import Any, Final
 
 from proxy.core.errors import TooManyRequests
 from proxy.settings import Settings
+from proxy.shell.serverlog import SERVER_LOG
 
 
 class Slots:
@@ -55,4 +62,6 @@ def server_options(settings: Settings) -> dict[str, Any]:
     return {
         "max_line_size": settings.limits.max_header_bytes,
         "max_field_size": settings.limits.max_header_bytes,
+        "keepalive_timeout": settings.timeouts.request_headers,
+        "logger": SERVER_LOG,  # one line per refused request, not a traceback
     }

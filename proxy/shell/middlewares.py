@@ -1,4 +1,4 @@
-"""Middlewares: a request id on every request, and errors as OpenAI-shaped JSON."""
+"""Middlewares: a request id on every request, HTTP/1.x only, errors as OpenAI-shaped JSON."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import uuid
 from typing import Final
 
 import orjson
-from aiohttp import web
+from aiohttp import hdrs, web
 from aiohttp.typedefs import Handler
 
-from proxy.core.errors import ProxyError
+from proxy.core.errors import MethodNotAllowed, NotHTTP1, ProxyError
 from proxy.core.policy import client_protocol
 from proxy.shell.app_state import REQUEST_ID
 
@@ -55,6 +55,20 @@ async def request_id_middleware(request: web.Request, handler: Handler) -> web.S
 
 
 @web.middleware
+async def request_line_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Refuse what aiohttp's parser accepts but this proxy must not serve (inside the error
+    middleware, which answers and closes the connection)."""
+    if request.version.major != 1:  # "GET /" without a version is parsed as HTTP/0.9
+        raise NotHTTP1(
+            f"HTTP/{request.version.major}.{request.version.minor} is not served here;"
+            " send HTTP/1.1 or HTTP/1.0"
+        )
+    if request.method == hdrs.METH_CONNECT:
+        raise MethodNotAllowed("CONNECT is not allowed: this is not a forward proxy")
+    return await handler(request)
+
+
+@web.middleware
 async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Turn errors raised before the response started into JSON with the right status."""
     try:
@@ -64,8 +78,25 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
             log.warning("%s %s: %s", request.method, request.path, exc.message)
         response = error_response(exc.status, exc.message, exc.type, request)
         response.headers.extend(exc.headers)
+        if exc.closes_connection:
+            return await _answer_and_close(request, response)
         return response
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
         return error_response(exc.status, exc.reason, "invalid_request_error", request)
+
+
+async def _answer_and_close(request: web.Request, response: web.Response) -> web.Response:
+    """Send the answer now, then close the connection.
+
+    Left to aiohttp, a response to a request whose body was not read whole is followed by up to
+    10 s of "lingering" reads of that body, which is right for a body that is still coming (a
+    413: the client reads the answer instead of a reset) and a waste for one that is not.
+    """
+    response.force_close()
+    response.headers["X-Request-Id"] = request[REQUEST_ID]
+    await response.prepare(request)
+    await response.write_eof()
+    request.protocol.force_close()  # the answer is flushed before the socket closes
+    return response

@@ -53,7 +53,7 @@ def translate(
     case: dict[str, Any], reads: list[bytes], options: NormalizeOptions | None = None
 ) -> tuple[list[StreamEvent], list[bytes]]:
     normalizer = StreamNormalizer(
-        options or NormalizeOptions(),
+        options or NormalizeOptions(dialects=tuple(case.get("dialects", ()))),
         RequestInfo.from_body(REQUESTS[case["request"]]),
         new_id=counting_ids(),
     )

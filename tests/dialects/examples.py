@@ -32,4 +32,18 @@ SAMPLES: dict[str, str] = {
         '<|message|>{"city":"Zürich"}<|call|>'
     ),
     "granite": '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Zürich"}}]',
+    "gemma4": (
+        'Checking.<|tool_call>call:get_weather{city:<|"|>Zürich<|"|>,days:2,'
+        'options:{units:[<|"|>°C<|"|>],deep:true}}<tool_call|>Done.'
+    ),
+    "hunyuan": (
+        '<answer>\n<tool_calls>[{"name": "get_weather", "arguments": {"city": "Zürich", '
+        '"days": 2}}]</tool_calls>\n</answer>'
+    ),
+    "nemotron": (
+        'Checking.<TOOLCALL>[{"name": "get_weather", "arguments": {"city": "Zürich"}}]</TOOLCALL>'
+    ),
+    "lfm2": (
+        '<|tool_call_start|>[get_weather(city="Zürich", days=2), get_time()]<|tool_call_end|>Done.'
+    ),
 }

@@ -40,7 +40,7 @@ TOOLS = [WEATHER, TIME]
 
 # Special tokens and words come whole, the rest in short pieces, as tokenizers cut them.
 _TOKEN = re.compile(
-    r"<\|[a-z_]+\|>|<｜[^｜]+｜>|\[[A-Z_]+\]|<\|[a-z_]+>|<[a-z_]+\|>|\s+|\w{1,4}|[^\w\s]"
+    r"<\|[a-z_]+\|>|<\|\"\|>|<｜[^｜]+｜>|\[[A-Z_]+\]|<\|[a-z_]+>|<[a-z_]+\|>|\s+|\w{1,4}|[^\w\s]"
 )
 
 

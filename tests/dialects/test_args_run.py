@@ -21,7 +21,17 @@ from tests.dialects.helpers import TOOLS, calls, chars
 from tests.dialects.test_contract import cut
 
 # the dialects whose sample writes "Zürich" as a JSON string inside the arguments
-JSON_ARGS = ("hermes", "mistral", "llama3_json", "deepseek", "kimi_k2", "harmony", "granite")
+JSON_ARGS = (
+    "hermes",
+    "mistral",
+    "llama3_json",
+    "deepseek",
+    "kimi_k2",
+    "harmony",
+    "granite",
+    "hunyuan",
+    "nemotron",
+)
 
 # both JSON encodings of the string: raw non-ASCII, and \\u escapes
 _encoded = st.tuples(st.text(alphabet='ab é"\\/\n\t€𝄞', max_size=12), st.booleans()).map(

@@ -15,13 +15,17 @@ from proxy.core.markup.base import Extractor, Tools
 from proxy.core.markup.block import Dialect
 from proxy.core.markup.deepseek import DeepSeek
 from proxy.core.markup.extractor import MarkupExtractor
+from proxy.core.markup.gemma4 import Gemma4
 from proxy.core.markup.glm import Glm
 from proxy.core.markup.granite import Granite
 from proxy.core.markup.harmony import Harmony
 from proxy.core.markup.hermes import Hermes
+from proxy.core.markup.hunyuan import Hunyuan
 from proxy.core.markup.kimi_k2 import KimiK2
+from proxy.core.markup.lfm2 import Lfm2
 from proxy.core.markup.llama3_json import Llama3Json
 from proxy.core.markup.mistral import Mistral
+from proxy.core.markup.nemotron import Nemotron
 from proxy.core.markup.pythonic import Pythonic
 from proxy.core.markup.qwen3_coder import Qwen3Coder
 
@@ -40,6 +44,10 @@ DIALECTS: Final[Mapping[str, type[Dialect]]] = {
         KimiK2,
         Harmony,
         Granite,
+        Gemma4,
+        Hunyuan,
+        Nemotron,
+        Lfm2,
     )
 }
 

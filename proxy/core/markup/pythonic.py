@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Final
 
 import orjson
@@ -126,9 +126,13 @@ class ValueScanner:
 
 
 class PythonicBlock(BlockParser):
-    def __init__(self, marker: str, dialect: Pythonic) -> None:
+    """The list of calls; ``accept`` says which names may be called, ``end`` is the optional
+    tag after the list (LFM2 reuses the block with its own tags)."""
+
+    def __init__(self, marker: str, accept: Callable[[str], bool], end: str = PYTHON_END) -> None:
         super().__init__(marker, "call_name" if marker == LIST else "list")
-        self._dialect = dialect
+        self._accept = accept
+        self._end_tag = end
         self._writer = ArgsWriter()
         self._function = ""
         self._key = ""
@@ -148,7 +152,7 @@ class PythonicBlock(BlockParser):
         self.skip_ws()
         if self.literal(("(",), final) is None:
             return False
-        if not self._dialect.declared(self._function):
+        if not self._accept(self._function):
             raise Broken(f"{self._function!r} is not a function of this request")
         self._writer = ArgsWriter()
         self.emit(CallOpen(self._function), CallArgs(self._writer.start()))
@@ -220,7 +224,7 @@ class PythonicBlock(BlockParser):
         return True
 
     def _end(self, final: bool) -> bool:
-        if self.optional((PYTHON_END,), final) is None:
+        if self.optional((self._end_tag,), final) is None:
             return False
         self.state = DONE
         return True
@@ -242,4 +246,4 @@ class Pythonic(Dialect):
     start_openers = (LIST, PYTHON_START)
 
     def block(self, marker: str) -> Block:
-        return PythonicBlock(marker, self)
+        return PythonicBlock(marker, self.declared)
