@@ -23,6 +23,7 @@ from aiohttp import web
 
 from proxy.settings import Settings, UpstreamSettings
 from proxy.shell.app import create_app
+from tests.protocols.responses.native_replay import ResponsesReplay
 from tests.protocols.responses.shapes import ChatReplay
 
 CODEX = Path(__file__).resolve().parents[2] / "clients" / "node_modules" / ".bin" / "codex"
@@ -82,11 +83,19 @@ async def _serve(app: web.Application) -> tuple[web.AppRunner, int]:
 
 
 async def session(shape: str, workdir: Path) -> dict[str, Any]:
-    replay = ChatReplay(shape, {"exec_command": {"cmd": f"echo {MARKER}"}}, call_id="call_codex1")
+    """SHAPE is a chat shape (shapes.SHAPES: translate mode) or ``native:<quirk>``
+    (native_replay.QUIRKS: the upstream's own broken Responses stream, native mode)."""
+    arguments = {"exec_command": {"cmd": f"echo {MARKER}"}}
+    mode: dict[str, Any] = {}
+    replay: ChatReplay | ResponsesReplay
+    if shape.startswith("native:"):
+        replay = ResponsesReplay(shape.removeprefix("native:"), arguments, call_id="call_codex1")
+        mode = {"responses": "native"}
+    else:
+        replay = ChatReplay(shape, arguments, call_id="call_codex1")
     upstream, upstream_port = await _serve(replay.app)
-    settings = Settings(
-        upstreams=[UpstreamSettings(name="up", url=f"http://127.0.0.1:{upstream_port}")]
-    )
+    url = f"http://127.0.0.1:{upstream_port}"
+    settings = Settings(upstreams=[UpstreamSettings(name="up", url=url, **mode)])
     proxy, proxy_port = await _serve(create_app(settings))
     home, repo = workdir / "home", workdir / "repo"
     (home / ".codex" / "config.toml").write_text(codex_config(f"http://127.0.0.1:{proxy_port}/v1"))

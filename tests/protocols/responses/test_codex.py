@@ -18,6 +18,7 @@ from tests.protocols.responses.codex_session import CODEX
 
 ROOT = Path(__file__).resolve().parents[3]
 BROKEN_SHAPES = ["llamacpp-b5494", "hermes-markup", "qwen3-coder-markup", "object-arguments"]
+NATIVE_QUIRKS = ["llamacpp", "args-only-in-done", "no-item-done-for-calls", "markup-in-text"]
 
 
 def _isolated() -> bool:
@@ -65,6 +66,26 @@ def test_codex_runs_its_shell_tool_through_the_proxy(shape: str, tmp_path: Path)
         e["item"] for e in result["events"] if e.get("item", {}).get("type") == "command_execution"
     ]
     assert commands[-1]["aggregated_output"].strip() == "toolcall-proxy-42"
+    messages = [
+        e["item"]["text"]
+        for e in result["events"]
+        if e.get("item", {}).get("type") == "agent_message"
+    ]
+    assert "toolcall-proxy-42" in messages[-1]
+
+
+@pytest.mark.parametrize("quirk", NATIVE_QUIRKS)
+def test_codex_over_a_broken_native_responses_stream(quirk: str, tmp_path: Path):
+    """Native mode: the upstream's own Responses stream, broken as a server breaks it."""
+    result = run_session(f"native:{quirk}", tmp_path)
+    assert result["returncode"] == 0, result["stderr"]
+    first, second = result["requests"]
+    assert first["tools"]  # the Responses request went to the upstream as Codex sent it
+    outputs = [i for i in second["input"] if i.get("type") == "function_call_output"]
+    calls = [i for i in second["input"] if i.get("type") == "function_call"]
+    assert calls[-1]["name"] == "exec_command"
+    assert outputs[-1]["call_id"] == calls[-1]["call_id"]
+    assert "toolcall-proxy-42" in outputs[-1]["output"]
     messages = [
         e["item"]["text"]
         for e in result["events"]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from openai import AsyncOpenAI, BadRequestError
+from openai import AsyncOpenAI, BadRequestError, InternalServerError
 
 from proxy.settings import UpstreamSettings
 from tests.conftest import upstream_url
@@ -193,7 +193,7 @@ async def test_native_canonical_stream_passes_byte_identical(serve):
 
 async def test_native_llamacpp_stream_is_repaired_for_openai_python(serve):
     body = v.sse(v.llamacpp(v.recorded("responses-openai-gpt4o-parallel-two-calls.sse")))
-    _, client = await serve(_native_app(body), responses="native")
+    proxy, client = await serve(_native_app(body), responses="native")
     async with client.responses.stream(model="m", input="Hi", tools=[WEATHER]) as stream:
         async for _ in stream:
             pass
@@ -202,6 +202,9 @@ async def test_native_llamacpp_stream_is_repaired_for_openai_python(serve):
         "get_weather",
         "get_time",
     ]
+    metrics = await (await proxy.get("/-/metrics")).text()
+    for kind in ("sequence-number-missing", "output-index-missing", "arguments-done-missing"):
+        assert f'kind="{kind}"' in metrics
 
 
 async def test_dropped_fields_are_counted_in_the_metrics(serve):
@@ -219,3 +222,46 @@ async def test_dropped_fields_are_counted_in_the_metrics(serve):
     for field in ("tools.web_search", "store", "include"):
         line = f'toolcall_proxy_translate_dropped_total{{field="{field}",protocol="responses"}} 1.0'
         assert line in metrics
+
+
+async def test_an_upstream_error_before_the_stream_keeps_its_status(serve):
+    async def failing(request: web.Request) -> web.Response:
+        return web.json_response({"error": {"message": "model not loaded"}}, status=503)
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", failing)
+    _, client = await serve(app)
+    with pytest.raises(InternalServerError) as raised:
+        await client.responses.create(model="m", input="Hi", stream=True)
+    assert raised.value.status_code == 503
+    assert "model not loaded" in str(raised.value)
+
+
+async def test_native_non_streamed_response_gets_its_missing_call_id(serve):
+    body = {
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "model": "m",
+        "output": [
+            {
+                "id": "fc_1",
+                "type": "function_call",
+                "status": "completed",
+                "call_id": "",
+                "name": "get_weather",
+                "arguments": "{}",
+            }
+        ],
+        "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
+    }
+
+    async def responses(request: web.Request) -> web.Response:
+        return web.json_response(body)
+
+    app = web.Application()
+    app.router.add_post("/v1/responses", responses)
+    _, client = await serve(app, responses="native")
+    answer = await client.responses.create(model="m", input="Hi", tools=[WEATHER])
+    [call] = answer.output
+    assert call.call_id == "call_fc_1"

@@ -87,6 +87,9 @@ class ResponsesEncoder:
         """The SSE events to send for one neutral event."""
         if self._over:
             return []
+        hot = self._hot(event) if self._stream else None
+        if hot is not None:
+            return [hot]
         payloads = self._take(event)
         if not self._stream:
             return []
@@ -97,6 +100,26 @@ class ResponsesEncoder:
         return self._response(self._status, whole=True)
 
     # -- events ------------------------------------------------------------------------------
+
+    def _hot(self, event: StreamEvent) -> bytes | None:
+        """A text or argument delta for the live item, written from its template; None for
+        any other event (which ``_take`` handles, with the same result)."""
+        if type(event) is ArgumentsDelta:
+            item: Item | None = self._calls.get(event.index)
+            text = event.text
+        elif type(event) is TextDelta and self._items:
+            item, text = self._items[-1], event.text
+            if type(item) is not MessageItem:
+                return None
+        else:
+            return None
+        if not text or item is None or item.output_index != self._live or not item.hot:
+            return None
+        if item.text_kind and item.output_index != len(self._items) - 1:
+            return None
+        sequence = self._seq.next
+        self._seq.next += 1
+        return item.stream(text, sequence)
 
     def _take(self, event: StreamEvent) -> list[Payload]:
         if isinstance(event, Ended) and not event.complete:

@@ -7,8 +7,9 @@ Rules this module keeps:
   keys after the original ones; after an insert or a drop every later ``sequence_number`` is
   renumbered (and those events re-encoded), so the numbers stay 0, 1, 2, ...
 * Items never interleave and ``output_index`` is each item's position: an item that begins
-  while a text item is still open ends that one (its late closing events are dropped); one
-  that begins while a call is open waits, with its events, until the call is done.
+  while another is open waits, with its events, until that one is done (llama.cpp ends its
+  message only after the calls that followed it; a nameless call's events may alternate with
+  reasoning). An item never ended is ended at the terminal event.
 * Repairs (research/protocols.md §2 quirks, §6 llama.cpp), each counted once a stream under
   its kind in proxy/core/repairs.py: missing ``sequence_number``/``event:`` lines/
   ``output_index``/``logprobs``/``annotations``/``content_index``; empty or rotating item

@@ -20,7 +20,6 @@ from proxy.core.repairs import Repair
 JSONObject = dict[str, Any]
 
 _ID_PREFIX: Final = {"message": "msg_", "function_call": "fc_", "reasoning": "rs_"}
-TEXT_KINDS: Final = ("message", "reasoning")
 
 
 class ItemFlow:
@@ -352,9 +351,9 @@ class ItemFlow:
             self.dispatch(ev)
 
     def close_early(self, out: Out) -> None:
-        """End a text item the upstream has not ended before the next one begins; its own
-        closing events, when they come, are dropped."""
-        self.repair(Repair.ITEM_DONE_MISSING if out.type != "message" else Repair.ITEMS_INTERLEAVED)
+        """End an item the upstream never ended (quirk 3: no output_item.done for calls), at
+        the end of the stream; closing events of its that still come are dropped."""
+        self.repair(Repair.ITEM_DONE_MISSING)
         for up in self._by_id.values():
             if up.target is out:
                 up.closed_early = True
@@ -366,7 +365,7 @@ class ItemFlow:
                 "type": "message",
                 "status": "completed",
                 "role": "assistant",
-                "content": [message_part(t) for t in native_text.part_texts(out)],
+                "content": [message_part(t) for t in out.texts],
             }
         elif out.type == "function_call":
             if not out.args_done:

@@ -82,10 +82,6 @@ def close_part(s: NativeStream, out: Out) -> None:
     out.part_open, out.text = False, []
 
 
-def part_texts(out: Out) -> list[str]:
-    return out.texts
-
-
 # -- markup in text --------------------------------------------------------------------------
 
 
