@@ -9,6 +9,9 @@ import pytest
 
 from proxy.settings import AuthSettings, UpstreamSettings
 from tests.conftest import upstream_url
+from tests.protocols.messages import streams
+from tests.protocols.messages.checker import check
+from tests.protocols.messages.native_helpers import TOOLS_REQUEST
 from tests.protocols.messages.upstreams import (
     Recording,
     chat_text,
@@ -176,3 +179,20 @@ async def test_an_unreachable_upstream_is_an_anthropic_api_error(start_proxy, un
     body = json.loads(await response.read())
     assert body["type"] == "error"
     assert body["error"]["type"] == "api_error"
+
+
+@pytest.mark.parametrize(
+    ("dialects", "blocks"), [("auto", ["text", "tool_use", "text"]), ("none", ["text"])]
+)
+async def test_native_markup_recovery_follows_the_upstreams_dialects(
+    start_upstream, start_proxy, dialects, blocks
+):
+    recording = Recording()
+    broken = streams.sse(streams.hermes_markup(streams.parsed("anthropic-sonnet45-text-only")))
+    server = await start_upstream(messages_upstream(broken, recording))
+    proxy = await start_proxy(
+        UpstreamSettings(name="n", url=upstream_url(server), messages="native", dialects=dialects)
+    )
+    response = await proxy.post("/v1/messages", json={**REQUEST, "tools": TOOLS_REQUEST["tools"]})
+    result = check(await response.read())
+    assert [b["type"] for b in result.blocks] == blocks

@@ -33,16 +33,18 @@ def encoder(context: object, new_id: Callable[[], str], stream: bool) -> Message
     return MessagesEncoder(context, new_id)
 
 
-def native(new_id: Callable[[], str], request: object) -> NativeMessages:
-    return NativeMessages(new_id, request)
+def native(new_id: Callable[[], str], request: object, dialects: tuple[str, ...]) -> NativeMessages:
+    return NativeMessages(new_id, request, dialects=dialects)
 
 
-def native_completion(body: bytes, request: object) -> tuple[bytes, Counter[str]]:
+def native_completion(
+    body: bytes, request: object, dialects: tuple[str, ...]
+) -> tuple[bytes, Counter[str]]:
     # this entry point gets no id factory: ids of calls cut out of markup are the body's
     # digest and a counter, unique across responses as long as their bodies differ
     digest = hashlib.sha256(body).hexdigest()[:12]
     counter = itertools.count(1)
-    return repair_message(body, request, lambda: f"{digest}{next(counter)}")
+    return repair_message(body, request, lambda: f"{digest}{next(counter)}", dialects=dialects)
 
 
 PROTOCOL = ClientProtocol(
