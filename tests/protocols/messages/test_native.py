@@ -214,3 +214,18 @@ def test_quirks_combined_come_out_canonical_however_cut(name, quirks, cuts):
     assert repair(cut(broken, cuts))[0] == whole
     result = check(whole)
     assert calls(result) == calls(check(streams.recorded(name)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    name=st.sampled_from(RECORDED),
+    edits=st.lists(st.tuples(st.integers(min_value=0), st.binary(max_size=3)), max_size=8),
+    cuts=st.lists(st.integers(min_value=0), max_size=4),
+)
+def test_mutated_streams_never_raise_and_cut_the_same(name, edits, cuts):
+    data = bytearray(streams.recorded(name))
+    for at, junk in edits:
+        at %= len(data)
+        data[at : at + len(junk)] = junk
+    whole, _ = repair(bytes(data))
+    assert repair(cut(bytes(data), cuts))[0] == whole

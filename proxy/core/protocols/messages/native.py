@@ -220,11 +220,11 @@ class NativeMessages:
             self._tool_blocks += 1
         self._blocks[upstream] = current
         self._active = current
-        self._start_wire(kind, event, payload, changed)
+        self._start_wire(current, event, payload, changed)
         return True
 
     def _block_delta(self, event: Event, payload: JSONObject) -> None:
-        block = self._blocks.get(payload.get("index"))  # type: ignore[arg-type]
+        block = self._block_of(payload)
         if block is None or block is not self._active:
             self._note(Repair.DELTA_AFTER_STOP)
             return
@@ -240,7 +240,7 @@ class NativeMessages:
             self._finish_active(None)  # the later block it held back may start now
 
     def _block_stop(self, event: Event, payload: JSONObject) -> None:
-        block = self._blocks.get(payload.get("index"))  # type: ignore[arg-type]
+        block = self._block_of(payload)
         if block is None or block is not self._active:
             if block is None:
                 self._note(Repair.DELTA_AFTER_STOP)
@@ -253,6 +253,10 @@ class NativeMessages:
             return
         self._wire = None
         self._write_block_event(block, event, payload, False)
+
+    def _block_of(self, payload: JSONObject) -> Block | None:
+        index = payload.get("index")
+        return self._blocks.get(index) if isinstance(index, int) else None
 
     def _finish_active(self, repair: Repair | None) -> None:
         """Stop the upstream block being streamed (the server did not, or not yet)."""
@@ -273,10 +277,10 @@ class NativeMessages:
 
     # -- the client's side
 
-    def _start_wire(self, kind: str, event: Event, payload: JSONObject, changed: bool) -> None:
-        self._wire = kind
+    def _start_wire(self, block: Block, event: Event, payload: JSONObject, changed: bool) -> None:
+        self._wire = block.type
         self._next += 1
-        self._write_block_event(self._active, event, payload, changed)  # type: ignore[arg-type]
+        self._write_block_event(block, event, payload, changed)
 
     def _stop_wire(self) -> None:
         if self._wire is not None:
