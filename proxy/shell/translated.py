@@ -137,6 +137,7 @@ async def respond_native(
     rewritable = resp.status == 200 and hdrs.CONTENT_ENCODING not in resp.headers
     # markup in the server's own text is recovered with the dialects the upstream enables
     dialects = upstream.normalize.dialects if upstream.normalize is not None else ()
+    dedupe = upstream.normalize is not None and upstream.normalize.dedupe_calls
     if rewritable and kind == _JSON:
         body, complete = await read_capped(resp, state.settings.limits.max_response_body_bytes)
         if complete:
@@ -148,7 +149,7 @@ async def respond_native(
             return answer
         return await _passthrough(request, state, upstream, resp, head=body)
     if rewritable and kind == _SSE:
-        stream = protocol.native(new_id_factory(), payload, dialects)
+        stream = protocol.native(new_id_factory(), payload, dialects, dedupe)
         response = await _start_stream(request, resp)
         exchange.response_started(200, streaming=True, rewriter=stream)
         return await relay(

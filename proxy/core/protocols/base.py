@@ -50,8 +50,8 @@ class ClientProtocol:
     to_chat: Callable[[JSONObject], ChatRequest]  #: raises ClientRequestError for a 400
     encoder: Callable[[object, Callable[[], str], bool], Encoder]  #: (context, new_id, stream)
     error_body: Callable[[int, str], bytes]  #: (status, message) -> the protocol's error JSON
-    #: (new_id, request body, the upstream's markup dialects)
-    native: Callable[[Callable[[], str], object, tuple[str, ...]], NativeStream]
+    #: (new_id, request body, the upstream's markup dialects, its dedupe_calls)
+    native: Callable[[Callable[[], str], object, tuple[str, ...], bool], NativeStream]
     #: (body, request body, the upstream's markup dialects)
     native_completion: Callable[[bytes, object, tuple[str, ...]], tuple[bytes, Counter[str]]]
     #: path suffix -> an answer the proxy gives itself in translate mode (count_tokens)

@@ -33,8 +33,10 @@ def encoder(context: object, new_id: Callable[[], str], stream: bool) -> Message
     return MessagesEncoder(context, new_id)
 
 
-def native(new_id: Callable[[], str], request: object, dialects: tuple[str, ...]) -> NativeMessages:
-    return NativeMessages(new_id, request, dialects=dialects)
+def native(
+    new_id: Callable[[], str], request: object, dialects: tuple[str, ...], dedupe: bool
+) -> NativeMessages:
+    return NativeMessages(new_id, request, dialects=dialects, dedupe=dedupe)
 
 
 def native_completion(

@@ -17,7 +17,9 @@ proxy/core/repairs.py; research/protocols.md section 3 quirks 1-4 and section 6)
 * a second ``message_start`` (duplicated, or a second generation spliced in): dropped, the
   open block stopped, and the new generation's blocks numbered after the first's;
 * tool-call markup in a ``text_delta`` (every configured dialect): the text block is cut there
-  and the call goes out as a ``tool_use`` block.
+  and the call goes out as a ``tool_use`` block;
+* the same call twice in a row (same name, JSON-equal input): counted; under ``dedupe_calls``
+  the second is held until its input ends and then dropped (proxy/core/protocols/native_repeats.py).
 
 Client block indexes are dense from 0 in the order blocks go out; an event whose block moved
 is re-encoded with its new index.
@@ -38,6 +40,7 @@ from proxy.core.protocols.messages import native_fields
 from proxy.core.protocols.messages.native_block import Block, extracts, input_parses
 from proxy.core.protocols.messages.request import convert_tools
 from proxy.core.protocols.messages.wire import encode
+from proxy.core.protocols.native_repeats import CallRepeats
 from proxy.core.repairs import Repair, markup_kind
 from proxy.core.sse import Event, RawBytes, SSEDecoder, encode_event
 
@@ -51,6 +54,7 @@ class NativeMessages:
         request: object,
         *,
         dialects: Sequence[str] = ("auto",),
+        dedupe: bool = False,
         max_event_bytes: int = 1 << 20,
     ) -> None:
         self.repairs: Counter[str] = Counter()
@@ -67,6 +71,7 @@ class NativeMessages:
         self._next = 0  # the next client block index
         self._tool_blocks = 0
         self._bad_input = False
+        self._repeats = CallRepeats(dedupe=dedupe)
         self._started = self._delta_seen = self._ended = False
 
     # -- the verbs the pump drives
@@ -82,6 +87,8 @@ class NativeMessages:
         while self._pending:  # a tool block that never stopped still holds events
             self._finish_active(Repair.BLOCK_STOP_MISSING)
             self._drain()
+        if self._active is not None:  # cut short: what a suspect holds goes out as it is
+            self._settle(self._active)
         if complete and self._started and not self._ended:
             self._finish_active(Repair.BLOCK_STOP_MISSING)
             if not self._delta_seen:
@@ -218,6 +225,9 @@ class NativeMessages:
             current.markup = build_extractor(self._dialects, self._tools)
         if kind == "tool_use":
             self._tool_blocks += 1
+            current.name = block.get("name")
+            if self._repeats.suspect(current.name):
+                current.held = []
         self._blocks[upstream] = current
         self._active = current
         self._start_wire(current, event, payload, changed)
@@ -236,6 +246,8 @@ class NativeMessages:
             self._markup_delta(block, event, payload, delta["text"])
             return
         self._write_block_event(block, event, payload, changed)
+        if block.type == "tool_use" and block.end.complete:
+            self._settle(block)
         if block.type == "tool_use" and self._pending and block.end.complete:
             self._finish_active(None)  # the later block it held back may start now
 
@@ -249,6 +261,7 @@ class NativeMessages:
         self._active = None
         block.stopped = True
         self._check_input(block)
+        self._settle(block)
         if self._wire is None:
             return
         self._wire = None
@@ -269,7 +282,33 @@ class NativeMessages:
         self._active = None
         block.stopped = True
         self._check_input(block)
+        self._settle(block)
         self._stop_wire()
+
+    def _settle(self, block: Block) -> None:
+        """A tool block's input ended: compare it once with the call before it; a suspect
+        is then dropped, or its held events go out (now the next client block)."""
+        if block.type != "tool_use" or block.settled:
+            return
+        block.settled = True
+        held, block.held = block.held, None
+        block.dropped = self._repeated(block.name, "".join(block.pieces)) and held is not None
+        if held is None or block.dropped:
+            return
+        self._wire = block.type
+        block.index = self._next
+        self._next += 1
+        for item in held:
+            self._write_block_event(block, *item)
+
+    def _repeated(self, name: object, arguments: str) -> bool:
+        """Whether a call whose arguments just ended repeats the call before it (counted)."""
+        if not self._repeats.ended(name, arguments):
+            return False
+        self._note(Repair.CALL_DUPLICATED)
+        if self._repeats.dedupe:  # dropped: no tool block
+            self._tool_blocks -= 1
+        return True
 
     def _check_input(self, block: Block) -> None:
         if block.type == "tool_use" and not block.input_parses:
@@ -278,8 +317,9 @@ class NativeMessages:
     # -- the client's side
 
     def _start_wire(self, block: Block, event: Event, payload: JSONObject, changed: bool) -> None:
-        self._wire = block.type
-        self._next += 1
+        if block.held is None:
+            self._wire = block.type
+            self._next += 1
         self._write_block_event(block, event, payload, changed)
 
     def _stop_wire(self) -> None:
@@ -296,6 +336,8 @@ class NativeMessages:
     def _write_block_event(
         self, block: Block, event: Event, payload: JSONObject, changed: bool
     ) -> None:
+        if block.holds(event, payload, changed):
+            return
         if payload.get("index") != block.index:
             payload["index"] = block.index
             changed = True
@@ -351,20 +393,34 @@ class NativeMessages:
                     self.repairs[markup_kind(block.markup, self._dialects)] += 1
                     self._tool_blocks += 1
                     block.pieces = []
+                    block.name = name
                     ident = ident or "toolu_" + self._new_id()
-                    self._open_wire({"type": "tool_use", "id": ident, "name": name, "input": {}})
+                    start: JSONObject = {"type": "tool_use", "id": ident, "name": name, "input": {}}
+                    if self._repeats.suspect(name):
+                        block.call = start  # held: the text block stays open meanwhile
+                    else:
+                        self._open_wire(start)
                 case CallArgs(text=text):
                     block.pieces.append(text)
-                    delta = {"type": "input_json_delta", "partial_json": text}
-                    self._emit(
-                        {"type": "content_block_delta", "index": self._next - 1, "delta": delta}
-                    )
+                    if block.call is None:
+                        self._emit_input(text)
                 case CallClose(error=error):
                     if error is not None:
                         self._note(Repair.MARKUP_BROKEN)
-                    if not input_parses("".join(block.pieces)):
+                    arguments = "".join(block.pieces)
+                    if not input_parses(arguments):
                         self._bad_input = True
-                    self._stop_wire()
+                    held, block.call = block.call, None
+                    if not self._repeated(block.name, arguments) or held is None:
+                        if held is not None:
+                            self._open_wire(held)
+                            if arguments:
+                                self._emit_input(arguments)
+                        self._stop_wire()
+
+    def _emit_input(self, text: str) -> None:
+        delta = {"type": "input_json_delta", "partial_json": text}
+        self._emit({"type": "content_block_delta", "index": self._next - 1, "delta": delta})
 
     # -- output
 

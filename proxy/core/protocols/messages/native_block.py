@@ -9,6 +9,7 @@ import orjson
 from proxy.core.markup.base import Extractor
 from proxy.core.markup.jsonscan import JsonValue
 from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.sse import Event
 
 
 class InputEnd:
@@ -47,6 +48,18 @@ class Block:
     end: InputEnd = field(default_factory=InputEnd)
     markup: Extractor | None = None  #: a text block's markup parser
     stopped: bool = False
+    name: object = None  #: a tool block's name, or a text block's latest markup call's
+    #: a suspect's events (event, payload, changed), held until its input ends (dedupe_calls)
+    held: list[tuple[Event, JSONObject, bool]] | None = None
+    settled: bool = False  #: a tool block's input ended and was compared with the call before
+    dropped: bool = False  #: a repeat of the call before it: nothing more of it goes out
+    call: JSONObject | None = None  #: the block of a suspect markup call in this text, held
+
+    def holds(self, event: Event, payload: JSONObject, changed: bool) -> bool:
+        """Whether an event of this block stays back: a suspect's, or a dropped repeat's."""
+        if self.held is not None:
+            self.held.append((event, payload, changed))
+        return self.held is not None or self.dropped
 
     def add_input(self, text: str) -> None:
         self.pieces.append(text)
