@@ -141,7 +141,7 @@ async def send_closed(url: str, count: int, parallel: int = 20) -> list[int]:
         return await asyncio.gather(*(one() for _ in range(count)))
 
 
-async def scrape(url: str) -> tuple[float, float]:
+async def scrape(url: str) -> tuple[float, float | None]:
     """The proxy's request total and how many workers the answer merged, on a new connection."""
     async with (
         aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as session,
@@ -152,7 +152,8 @@ async def scrape(url: str) -> tuple[float, float]:
     requests = sum(
         s.value for s in families["toolcall_proxy_requests"].samples if s.name.endswith("_total")
     )
-    return requests, families["toolcall_proxy_workers_scraped"].samples[0].value
+    scraped = families.get("toolcall_proxy_workers_scraped")
+    return requests, scraped.samples[0].value if scraped is not None else None
 
 
 async def wait_access_lines(proxy: Workers, count: int) -> list[dict[str, Any]]:
