@@ -237,6 +237,27 @@ async def test_a_worker_killed_outright_is_started_again_and_serves(
     assert await proxy.exit_status() == 0
 
 
+async def test_a_worker_that_keeps_dying_is_started_again_later_each_time(
+    run_workers: Any, start_upstream: StartUpstream
+) -> None:
+    proxy = await run_workers(upstream_url(await start_upstream(short_stream_app())))
+    waits = []
+    for deaths in (1, 2, 3):
+        pid = proxy.pids()[2]
+        os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
+        [wait] = (
+            await proxy.wait_for(
+                r"worker 2 was killed by signal 9; starting it again in ([\d.]+) s", deaths
+            )
+        )[-1:]
+        await proxy.wait_for(STARTED.pattern, 2 + deaths)
+        waits.append((float(wait), time.monotonic() - killed))
+    assert [announced for announced, _ in waits] == [0.5, 1.0, 2.0]
+    assert all(took >= announced for announced, took in waits), waits
+    assert await send_closed(proxy.url, 10) == [200] * 10
+
+
 @pytest.mark.parametrize("value", ["0", "-1", '"two"'])
 def test_an_unusable_workers_value_stops_the_start_naming_the_key(
     value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -245,3 +266,26 @@ def test_an_unusable_workers_value_stops_the_start_naming_the_key(
     config.write_text(f"workers = {value}\n")
     assert main(["--config", str(config)]) == 2
     assert re.search(r"config error: .*proxy\.toml: workers: ", capsys.readouterr().err)
+
+
+async def test_workers_whose_supervisor_was_killed_outright_stop_serving(
+    run_workers: Any, start_upstream: StartUpstream
+) -> None:
+    proxy = await run_workers(upstream_url(await start_upstream(short_stream_app())))
+    workers = proxy.pids()
+    proxy.process.kill()
+    await proxy.process.wait()
+    async with asyncio.timeout(10):
+        while not await connection_refused(proxy.port):  # noqa: ASYNC110 (a remote state)
+            await asyncio.sleep(0.05)
+        while any(map(running, workers.values())):  # noqa: ASYNC110 (other processes)
+            await asyncio.sleep(0.05)
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan is reaped by whatever adopted it, if anything)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

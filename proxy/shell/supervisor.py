@@ -6,8 +6,9 @@ workers (:mod:`proxy.shell.worker`); the kernel hands each new connection to whi
 accepts it first. The supervisor itself serves nothing and runs no event loop: it waits for
 signals on a self-pipe, which keeps the fork safe (no threads, no loop to inherit).
 
-* SIGTERM or SIGINT: it closes its own copy of the socket, sends SIGTERM to every worker, and
-  waits for them to drain (each lets its open responses run up to ``timeouts.shutdown_grace``).
+* SIGTERM or SIGINT: it closes its own copy of the socket, sends SIGTERM to every worker (and
+  closes their lifeline pipe, for a worker not yet listening for signals), and waits for them
+  to drain (each lets its open responses run up to ``timeouts.shutdown_grace``).
   A worker still running ``KILL_MARGIN`` seconds after that is killed. It exits 0 when every
   worker exited 0, else 1.
 * A worker that exits otherwise (a crash, the OOM killer, ``kill -9``) is logged and started
@@ -147,8 +148,11 @@ class Supervisor:
         status = 1
         try:
             signal.set_wakeup_fd(-1)
-            for signum in WATCHED:
-                signal.signal(signum, signal.SIG_DFL)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            # Until the worker's loop takes these over, a stop is left to the lifeline, which
+            # the supervisor closes when it stops: the worker drains as soon as it serves.
+            for signum in STOP_SIGNALS:
+                signal.signal(signum, signal.SIG_IGN)
             for fd in (self._wake_r, self._wake_w, self._lifeline_w):
                 os.close(fd)
             fleet = Fleet(slot.worker, len(self._slots), self._runtime_dir)
@@ -198,6 +202,7 @@ class Supervisor:
         # Once the workers close theirs, no copy of the socket is left: new connections are
         # refused at once rather than queued for nobody.
         self._sock.close()
+        os.close(self._lifeline_w)
         for slot in self._slots:
             slot.restart_at = None
             if slot.pid is not None:
