@@ -172,7 +172,6 @@ async def test_connections_spread_over_every_worker_and_metrics_count_them_all(
     entries = await wait_access_lines(proxy, sent)
     served = Counter(entry["worker"] for entry in entries)
     assert sorted(served) == [1, 2], served
-    assert min(served.values()) > 0
     assert sum(served.values()) == sent
     # Each scrape is a new connection, so different workers answer them; every one of them
     # reports both workers' requests.
@@ -189,13 +188,15 @@ async def test_sigterm_drains_every_worker_and_open_streams_finish_byte_exact(
     grace = 20.0
     proxy = await run_workers(upstream_url(await start_upstream(held.app())), grace=grace)
     workers = proxy.pids()
-    opened = 8
     connector = aiohttp.TCPConnector(force_close=True, limit=0)
     async with aiohttp.ClientSession(connector=connector) as session:
-        streams = [
-            await session.post(proxy.url + CHAT, json={"model": "m", "stream": True})
-            for _ in range(opened)
-        ]
+        # Connections opened at once, so that both workers take some.
+        streams = await asyncio.gather(
+            *(
+                session.post(proxy.url + CHAT, json={"model": "m", "stream": True})
+                for _ in range(16)
+            )
+        )
         for resp in streams:
             assert await resp.content.readuntil(b"\n\n") == FIRST
         signalled = time.monotonic()
