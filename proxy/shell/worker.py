@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import os
 import signal
 import socket
 from collections.abc import Callable
@@ -28,6 +30,8 @@ from proxy.shell.app import create_app
 from proxy.shell.fleet_metrics import Fleet, private_metrics_app
 from proxy.shell.limits import LISTEN_BACKLOG, server_options
 from proxy.shell.metrics import METRICS
+
+log = logging.getLogger("toolcall_proxy.worker")
 
 
 def run_worker(
@@ -72,6 +76,7 @@ async def _serve(settings: Settings, sock: socket.socket, fleet: Fleet, lifeline
         path.unlink(missing_ok=True)  # left by this worker's predecessor, if it was killed
         await web.UnixSite(private, str(path)).start()
         await web.SockSite(runner, sock, backlog=LISTEN_BACKLOG).start()
+        log.info("serving (pid %d)", os.getpid())
         await stop.wait()
     finally:
         loop.remove_reader(lifeline)
