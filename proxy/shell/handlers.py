@@ -27,6 +27,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from proxy.core.errors import ClientRequestError, UpstreamError, UpstreamTimeout
+from proxy.core.forwarding import Forwarding
 from proxy.core.policy import Mode, plan_request
 from proxy.core.protocols.chat.normalize import RequestInfo, normalize_completion
 from proxy.core.protocols.chat.rewriter import SSERewriter
@@ -96,8 +97,7 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
                 request, state, upstream, orjson.dumps(chat.body), path=plan.upstream_path
             ) as resp:
                 return await respond_translated(request, state, upstream, plan, chat, resp)
-    if isinstance(payload, dict) and forwarding.apply(forwarded := dict(payload)):
-        body = orjson.dumps(forwarded)  # the client's payload stays as it asked, for the answer
+    body = _forwarded(forwarding, payload, body)
     if plan.mode is not Mode.NATIVE:
         payload = None  # a chat completion or passthrough needs only the facts taken from it
     with upstream.slots.take():
@@ -105,6 +105,17 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
             if plan.mode is Mode.NATIVE:
                 return await respond_native(request, state, upstream, plan, payload, resp)
             return await _respond(request, state, upstream, facts.info, resp)
+
+
+def _forwarded(
+    forwarding: Forwarding, payload: object, body: bytes | bytearray | None
+) -> bytes | bytearray | None:
+    """The body with the upstream's model_map and max_tokens_limit applied (the client's
+    payload stays as it asked, for the answer); the very body when neither changes it."""
+    if not forwarding.active or not isinstance(payload, dict):
+        return body
+    forwarded = dict(payload)
+    return orjson.dumps(forwarded) if forwarding.apply(forwarded) else body
 
 
 class UpstreamCall:

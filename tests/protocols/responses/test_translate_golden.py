@@ -36,7 +36,7 @@ def translate(case: dict[str, Any], reads: list[bytes]) -> bytes:
     # two factories: which of the two draws first depends on where the reads are cut
     calls, items = itertools.count(1), itertools.count(1)
     normalizer = StreamNormalizer(
-        NormalizeOptions(),
+        NormalizeOptions(dialects=tuple(case.get("dialects", ()))),
         RequestInfo.from_body(REQUESTS[case["request"]]),
         new_id=lambda: f"call{next(calls):05d}",
     )
