@@ -8,6 +8,12 @@ and 1,500 bytes a read cut anywhere (an unthrottled server). Each figure is the 
 ``--repeat`` runs of ``--streams`` 100-chunk streams: on a shared machine the minimum is the
 figure that holds still.
 
+A second table holds the cost per event still as a stream grows: one stream of each length
+of the ``longcall`` and ``manycalls`` shapes (one call of thousands of deltas, thousands of
+calls in one choice), in CPU time (long runs on a shared machine), best of ``--repeat``
+runs but at most three. A figure that grew with the length would be work that grows with
+what came before.
+
 ``--checkout DIR`` measures the proxy package of another checkout instead (a before/after
 pair, run one after the other).
 """
@@ -20,9 +26,11 @@ import sys
 import time
 from collections.abc import Callable
 
-from bench.shapes import NO_TOOLS, SHAPES, TOOLS, model_name, templates
+from bench.shapes import LENGTH_SHAPES, NO_TOOLS, SHAPES, TOOLS, model_name, templates
 
 READS = {"1 event": 1, "10 events": 10, "1500 bytes": -1500}
+# the lengths of the second table, in deltas of the one call or in calls
+LENGTHS = {"longcall": (1_000, 10_000, 40_000), "manycalls": (1_000, 4_000, 10_000)}
 
 
 def stream(shape: str, chunks: int = 100) -> list[bytes]:
@@ -38,7 +46,14 @@ def cut(events: list[bytes], per_read: int) -> list[bytes]:
     return [b"".join(events[i : i + per_read]) for i in range(0, len(events), per_read)]
 
 
-def per_event_us(shape: str, per_read: int, streams: int, repeat: int) -> float:
+def per_event_us(
+    shape: str,
+    per_read: int,
+    streams: int,
+    repeat: int,
+    chunks: int = 100,
+    clock: Callable[[], float] = time.perf_counter,
+) -> float:
     # Imported here so that --checkout can put another proxy package first on sys.path.
     try:
         from proxy.core.markup import check_names
@@ -63,7 +78,7 @@ def per_event_us(shape: str, per_read: int, streams: int, repeat: int) -> float:
         except ImportError:  # a checkout from before the rewriter: its pump's loop instead
             SSERewriter = _DecodeEachEvent  # type: ignore[assignment,misc]
 
-    events = stream(shape)
+    events = stream(shape, chunks)
     reads = cut(events, per_read)
     options = NormalizeOptions(dialects=check_names(["auto"]))
     request = RequestInfo.from_body({} if shape in NO_TOOLS else {"tools": TOOLS})
@@ -76,7 +91,7 @@ def per_event_us(shape: str, per_read: int, streams: int, repeat: int) -> float:
                 rewriter.feed(read)
             rewriter.close(complete=True)
 
-    return best(run, repeat) / (streams * len(events)) * 1e6
+    return best(run, repeat, clock) / (streams * len(events)) * 1e6
 
 
 class _DecodeEachEvent:
@@ -99,12 +114,12 @@ class _DecodeEachEvent:
         return out + self._normalizer.close(complete=complete)
 
 
-def best(run: Callable[[], None], repeat: int) -> float:
+def best(run: Callable[[], None], repeat: int, clock: Callable[[], float]) -> float:
     times = []
     for _ in range(repeat):
-        started = time.perf_counter()
+        started = clock()
         run()
-        times.append(time.perf_counter() - started)
+        times.append(clock() - started)
     return min(times)
 
 
@@ -119,11 +134,36 @@ def table(shapes: list[str], streams: int, repeat: int) -> str:
     return "\n".join(lines)
 
 
+def length_table(
+    shapes: list[str], repeat: int, lengths: dict[str, tuple[int, ...]] = LENGTHS
+) -> str:
+    lines = [
+        "| shape | length | events | "
+        + " | ".join(f"{name} a read, CPU us/event" for name in READS)
+        + " |",
+        "|---|--:|--:|" + "--:|" * len(READS),
+    ]
+    for shape in shapes:
+        for length in lengths[shape]:
+            events = len(stream(shape, length))
+            figures = [
+                per_event_us(shape, n, 1, repeat, length, time.process_time) for n in READS.values()
+            ]
+            cells = " | ".join(f"{f:.1f}" for f in figures)
+            lines.append(f"| {shape} | {length:,} | {events:,} | {cells} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.core", description=__doc__)
     parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--streams", type=int, default=60)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument(
+        "--lengths",
+        default=",".join(LENGTH_SHAPES),
+        help="shapes of the second table, cost per event by stream length; '' skips it",
+    )
     parser.add_argument("--checkout", help="measure the proxy package of this checkout")
     args = parser.parse_args(argv)
     if args.checkout:
@@ -135,13 +175,18 @@ def main(argv: list[str] | None = None) -> int:
             "sys.exit(main(sys.argv[2:]))"
         )
         argv = ["--shapes", args.shapes, "--streams", str(args.streams)]
-        argv += ["--repeat", str(args.repeat)]
+        argv += ["--repeat", str(args.repeat), "--lengths", args.lengths]
         return subprocess.call([sys.executable, "-c", code, args.checkout, *argv])
     shapes = [s for s in args.shapes.split(",") if s]
-    unknown = set(shapes) - set(SHAPES)
+    by_length = [s for s in args.lengths.split(",") if s]
+    unknown = (set(shapes) - set(SHAPES)) | (set(by_length) - set(LENGTH_SHAPES))
     if unknown:
         parser.error(f"unknown shapes: {', '.join(sorted(unknown))}")
-    print(table(shapes, args.streams, args.repeat))
+    if shapes:
+        print(table(shapes, args.streams, args.repeat))
+    if by_length:
+        print()
+        print(length_table(by_length, min(args.repeat, 3)))
     return 0
 
 

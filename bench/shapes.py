@@ -12,6 +12,15 @@ around them (role, tool-call opening, markup, finish), as real servers do.
   (the first delta carries the name and ``"arguments":"{"``).
 - ``hermes``: a hermes tool call leaked into content, ``<tool_call>{...}</tool_call>`` token
   by token, as Ollama and vLLM without a tool parser send it.
+
+Two more measure how the cost per event holds up as a stream grows (``python -m bench.core``'s
+second table), ``chunks`` being their length:
+
+- ``longcall``: one tool call of ``chunks`` argument deltas the way old llama.cpp (b5494)
+  sends them, the name and the id (inside ``function``) repeated on every delta, so each
+  one is rewritten.
+- ``manycalls``: ``chunks`` canonical tool calls in one choice, each an opening and one
+  fragment with the whole arguments; nothing to rewrite.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from typing import Final
 import orjson
 
 SHAPES: Final = ("content", "toolcall", "hermes", "plain")
+LENGTH_SHAPES: Final = ("longcall", "manycalls")
 NO_TOOLS: Final = ("plain",)  # shapes whose requests offer no tools
 _MODEL: Final = re.compile(r"bench-([a-z]+)-(\d+)-(\d+)\Z")
 _SLOT: Final = "@@STAMP@@"  # JSON leaves it as it is, so it can be cut out of the encoding
@@ -66,7 +76,7 @@ def model_name(shape: str, chunks: int, delay_ms: int) -> str:
 
 def parse_model(model: str) -> Request | None:
     m = _MODEL.match(model)
-    if m is None or m.group(1) not in SHAPES:
+    if m is None or m.group(1) not in (*SHAPES, *LENGTH_SHAPES):
         return None
     return Request(m.group(1), int(m.group(2)), int(m.group(3)))
 
@@ -105,8 +115,16 @@ def _content(model: str, text: str) -> Template:
     return Template(_event(model, {"content": text}))
 
 
-def _args(model: str, text: str) -> dict[str, object]:
-    return {"tool_calls": [{"index": 0, "function": {"arguments": text}}]}
+def _args(model: str, text: str, index: int = 0) -> dict[str, object]:
+    return {"tool_calls": [{"index": index, "function": {"arguments": text}}]}
+
+
+def _old_llama_args(text: str | None) -> dict[str, object]:
+    """An entry as llama.cpp b5494 sends it: name and id inside ``function`` every time."""
+    function = {"name": "get_weather", "id": "call_bench"}
+    if text is not None:
+        function["arguments"] = text
+    return {"tool_calls": [{"index": 0, "function": function}]}
 
 
 @cache
@@ -132,6 +150,25 @@ def templates(model: str) -> tuple[Template, ...]:
         out.append(Template(_event(model, _args(model, '"q": "'))))
         out += [_stamped(model, _args(model, payload))] * req.chunks
         out.append(Template(_event(model, _args(model, '"}'))))
+        out.append(Template(_event(model, {}, "tool_calls")))
+    elif req.shape == "longcall":
+        out.append(Template(_event(model, {"role": "assistant", "content": None})))
+        out.append(Template(_event(model, _old_llama_args(None))))
+        out.append(Template(_event(model, _old_llama_args('{"q": "'))))
+        out += [_stamped(model, _old_llama_args(payload))] * req.chunks
+        out.append(Template(_event(model, _old_llama_args('"}'))))
+        out.append(Template(_event(model, {}, "tool_calls")))
+    elif req.shape == "manycalls":
+        out.append(Template(_event(model, {"role": "assistant", "content": None})))
+        for i in range(req.chunks):
+            opening = {
+                "index": i,
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": ""},
+            }
+            out.append(Template(_event(model, {"tool_calls": [opening]})))
+            out.append(_stamped(model, _args(model, '{"q": "' + payload + '"}', i)))
         out.append(Template(_event(model, {}, "tool_calls")))
     else:
         out.append(Template(_event(model, {"role": "assistant", "content": ""})))

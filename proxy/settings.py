@@ -49,6 +49,7 @@ class UpstreamSettings(_Strict):
     output: Literal["streamed", "coalesced"] = "streamed"
     dialects: Literal["auto", "none"] | list[str] = "auto"
     extract_from_reasoning: bool = False
+    dedupe_calls: bool = False
     max_concurrent_requests: int | None = Field(
         None, ge=1
     )  # above it: 429, see proxy/shell/limits.py

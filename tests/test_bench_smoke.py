@@ -42,10 +42,27 @@ def test_quick_run_measures_direct_and_bare_proxy_and_writes_a_table(tmp_path, c
 
 
 def test_core_bench_prints_a_figure_for_every_shape_and_cut(capsys):
-    assert core.main(["--shapes", "content,hermes", "--streams", "1", "--repeat", "1"]) == 0
+    argv = ["--shapes", "content,hermes", "--streams", "1", "--repeat", "1", "--lengths", ""]
+    assert core.main(argv) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     assert [row.split(" | ")[0] for row in rows[1:]] == ["| content", "| hermes"]
     for row in rows[1:]:
         figures = [float(cell) for cell in row.strip("| ").split(" | ")[1:]]
         assert len(figures) == len(core.READS)
         assert all(f > 0 for f in figures)
+
+
+def test_core_bench_prints_a_figure_for_every_length_and_cut():
+    lengths = {"longcall": (3, 30), "manycalls": (2, 20)}
+    out = core.length_table(["longcall", "manycalls"], repeat=1, lengths=lengths)
+    rows = [row.strip("| ").split(" | ") for row in out.splitlines()[2:]]
+    assert [(row[0], row[1]) for row in rows] == [
+        ("longcall", "3"),
+        ("longcall", "30"),
+        ("manycalls", "2"),
+        ("manycalls", "20"),
+    ]
+    for row in rows:
+        figures = [float(cell) for cell in row[3:]]
+        assert len(figures) == len(core.READS)
+        assert all(f >= 0 for f in figures)

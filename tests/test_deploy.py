@@ -36,7 +36,10 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 VERSION = PYPROJECT["project"]["version"]
 CONFIG_PATH = "/etc/toolcall-proxy/proxy.toml"
 PROXY_IMAGE = f"toolcall-proxy:{VERSION}"
-COMPOSE_FILES = sorted(DEPLOY.glob("docker-compose*.yml"))
+# docker-compose.standin.yml overrides docker-compose.yml (tests/container/test_compose.py).
+COMPOSE_FILES = sorted(
+    p for p in DEPLOY.glob("docker-compose*.yml") if p.name != "docker-compose.standin.yml"
+)
 K8S_FILES = sorted((DEPLOY / "kubernetes").glob("*.yaml"))
 MODEL_SERVER_IMAGES = ("ghcr.io/ggml-org/llama.cpp:server", "vllm/vllm-openai:*")
 

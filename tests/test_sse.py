@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from proxy.core.sse import DONE, Event, RawBytes, SSEDecoder, encode_event
+from proxy.core.sse import DONE, Event, RawBytes, SSEDecoder, encode_event, slices
 
 
 def decode(chunks: Iterable[bytes], *, max_event_bytes: int = 1 << 20) -> list[Event | RawBytes]:
@@ -245,3 +245,29 @@ def test_plain_events_refuses_the_first_read_a_pending_event_and_other_framings(
         assert decoder.plain_events(other) == 0, other
     decoder.feed(b"data: par")
     assert decoder.plain_events(b"data: a\n\n") == 0
+
+
+@given(
+    st.lists(
+        st.sampled_from([b"data: x\n\n", b"data: " + b"y" * 40 + b"\n\n", b"data: a\r\n\r\n"]),
+        max_size=40,
+    ),
+    st.integers(1, 120),
+)
+@example([b"data: " + b"z" * 300 + b"\r\n\r\n"], 10)  # no blank line of LFs: cut at a line end
+def test_slices_of_a_read_end_where_events_do_and_decode_as_the_read_does(
+    events: list[bytes], size: int
+) -> None:
+    data = b"".join(events)
+    parts = slices(data, size)
+    assert b"".join(parts) == data
+    for part in parts[:-1]:
+        assert len(part) > size
+        assert part.endswith(b"\n\n") or (part.endswith(b"\n") and b"\n\n" not in part[size:])
+    assert decode(parts) == decode([data])
+
+
+def test_a_read_no_longer_than_a_slice_is_not_copied() -> None:
+    data = b"data: x\n\n" * 10
+    [part] = slices(data, len(data))
+    assert part is data

@@ -46,6 +46,7 @@ class Repair(StrEnum):
     # The chunk's envelope (clients.md section 2 rule 2)
     OBJECT_MISSING = "object-missing"  # `object` absent or not "chat.completion.chunk"
     DELTA_MISSING = "delta-missing"  # Q29: a choice without `delta` gets `{}`
+    ROLE_MISSING = "role-missing"  # the first delta of a choice gets `role: "assistant"`
 
     # Termination
     FINISH_STOP_WITH_CALLS = "finish-reason-stop"  # Q23
@@ -63,6 +64,9 @@ class Repair(StrEnum):
     ARGS_PLACEHOLDER = "args-placeholder"  # case m: `"{}"` in front of the real arguments
     EMPTY_ARGUMENTS = "empty-arguments"  # rule 10: a call without argument text gets "{}"
     NAME_MISSING = "name-missing"  # a call ended without a name (taken from the request if it can)
+    # a call equal to the one before it, or a markup call equal to a structured one: counted;
+    # dropped when from markup, or under dedupe_calls (llama.cpp#21882)
+    CALL_DUPLICATED = "call-duplicated"
 
     # Markup in content (Q32) and failing open
     # a call extracted from text; recorded as "markup-in-content:<dialect>" (markup_kind)
@@ -97,8 +101,15 @@ class Repair(StrEnum):
 
 
 # Kinds that report what was seen without changing a byte (quirks.md's DETECT).
+# A repeated call is dropped only from markup (which comes with markup-in-content) or under
+# dedupe_calls; otherwise it is only counted. Native Responses quirks 8 and 9 pass through.
 DETECTED_ONLY: Final = frozenset(
-    {Repair.ARGS_NOT_JSON, Repair.NONSTANDARD_EVENT, Repair.PARALLEL_WRAPPER}
+    {
+        Repair.ARGS_NOT_JSON,
+        Repair.CALL_DUPLICATED,
+        Repair.NONSTANDARD_EVENT,
+        Repair.PARALLEL_WRAPPER,
+    }
 )
 
 

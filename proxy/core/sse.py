@@ -235,3 +235,26 @@ DONE: Final = b"data: [DONE]\n\n"
 def is_done(data: bytes | None) -> bool:
     """Whether an event's data is Chat Completions' end marker, ``[DONE]``."""
     return data is not None and data.strip() == b"[DONE]"
+
+
+def slices(data: bytes, size: int) -> list[bytes]:
+    """``data`` cut into parts of a little over ``size`` bytes, each ending after a blank line
+    (else after a line end) where one follows: so that the work of one huge read can be
+    spread out (proxy/shell/pump.py). The decoder gives the same events however its input is
+    cut, and parts of whole events keep the fast paths. A read no longer than ``size``
+    comes back as the very bytes object."""
+    if len(data) <= size:
+        return [data]
+    parts: list[bytes] = []
+    start = 0
+    while len(data) - start > size:
+        end = data.find(b"\n\n", start + size) + 2
+        if end == 1:
+            end = data.find(b"\n", start + size) + 1
+            if end == 0:
+                break
+        parts.append(data[start:end])
+        start = end
+    if start < len(data):
+        parts.append(data[start:])
+    return parts

@@ -12,6 +12,13 @@ How a stream ends decides what the client sees:
   received so far (and whatever the rewriter held) is written, then the caller aborts the
   client connection so the client sees a truncated stream, never a clean end;
 * the client read nothing for the client write timeout: the caller aborts its connection.
+
+One stream must not freeze the others: a read can carry a lot of rewriting (an upstream that
+always has data buffered fills each read, up to a few hundred KB of small events), and an
+``await`` on data that is already there, or on a write the socket takes at once, never lets
+the loop run anything else. So a read is rewritten in slices (``SLICE_BYTES``, cut where
+events end), and once the rewriting since the pump last stepped aside reaches
+``TURN_SECONDS``, what is ready is written and the pump yields to the loop.
 """
 
 from __future__ import annotations
@@ -26,7 +33,11 @@ from typing import Protocol
 from aiohttp import ClientError, ClientPayloadError, ClientResponse, web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from proxy.core.sse import slices
 from proxy.shell.meter import StreamMeter
+
+SLICE_BYTES = 16 * 1024  # about 50 rewritten events of old llama.cpp's, 1-2 ms of work
+TURN_SECONDS = 0.002  # rewriting between two chances for the loop to run other tasks
 
 
 class StreamRewriter(Protocol):
@@ -111,6 +122,7 @@ async def pump(
     was_reset = watch_connection(upstream)
     end = End.COMPLETE
     watchdog = _Watchdog(idle_timeout, client_write_timeout)
+    turn = _Turn(rewriter, downstream, meter) if rewriter is not None else None
     try:
         async with watchdog:
             while True:
@@ -128,18 +140,12 @@ async def pump(
                     if was_reset():
                         end = End.DROPPED
                     break
-                if rewriter is None:
+                if turn is None:
                     meter.relayed(chunk)
                     await downstream.write(chunk)
                     continue
                 meter.received(chunk)
-                started = perf_counter()
-                out = rewriter.feed(chunk)
-                meter.processing.append(perf_counter() - started)
-                if out:
-                    data = out[0] if len(out) == 1 else b"".join(out)
-                    meter.sending(data)
-                    await downstream.write(data)
+                await turn.rewrite(chunk)
     except TimeoutError:
         end = End.IDLE_TIMEOUT if watchdog.reading else End.CLIENT_STALLED
     if rewriter is not None and end is not End.CLIENT_STALLED:
@@ -155,6 +161,46 @@ async def pump(
             except TimeoutError:
                 end = End.CLIENT_STALLED
     return end
+
+
+class _Turn:
+    """Rewrites reads and writes what they release, stepping aside for the loop's other
+    tasks after every ``TURN_SECONDS`` of rewriting. The work is counted across reads: a
+    read that waited for the upstream let the loop run, but counting it anyway costs at
+    most one extra turn of the loop per ``TURN_SECONDS``."""
+
+    __slots__ = ("_downstream", "_meter", "_rewriter", "_spent")
+
+    def __init__(
+        self, rewriter: StreamRewriter, downstream: web.StreamResponse, meter: StreamMeter
+    ) -> None:
+        self._rewriter = rewriter
+        self._downstream = downstream
+        self._meter = meter
+        self._spent = 0.0  # rewriting since the loop last ran other tasks
+
+    async def rewrite(self, chunk: bytes) -> None:
+        spent = 0.0
+        out: list[bytes] = []
+        for part in slices(chunk, SLICE_BYTES):
+            started = perf_counter()
+            out += self._rewriter.feed(part)
+            took = perf_counter() - started
+            spent += took
+            self._spent += took
+            if self._spent >= TURN_SECONDS:
+                await self._write(out)
+                out = []
+                await asyncio.sleep(0)
+                self._spent = 0.0
+        self._meter.processing.append(spent)
+        await self._write(out)
+
+    async def _write(self, out: list[bytes]) -> None:
+        if out:
+            data = out[0] if len(out) == 1 else b"".join(out)
+            self._meter.sending(data)
+            await self._downstream.write(data)
 
 
 def watch_connection(upstream: ClientResponse) -> Callable[[], bool]:

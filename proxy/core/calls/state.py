@@ -22,6 +22,12 @@ value (COMPLETE) or the choice ends (END); then it goes out whole. OPEN means th
 is out; later text becomes continuation deltas. END comes when the choice finishes, the
 stream ends, or (for a held placeholder) another call of the same choice moves on.
 
+A call that may repeat one already in the choice (the call before it under ``dedupe_calls``,
+or a structured call when it comes from markup) is a SUSPECT once named: held in both forms
+until its arguments end (COMPLETE or END), then compared once. DUPLICATE drops it for good
+(DROPPED; nothing of it reaches the client, its text is reported as dropped); otherwise it
+opens as a late name does (S1: the opening with ``""``, then the arguments; S2: whole).
+
 Each table is total over its form's states and every input (tests/test_toolcall_state.py
 checks that), so a missing entry can only be a bug in this file; :func:`transition` then
 raises :class:`NormalizerError` naming the pair.
@@ -40,6 +46,8 @@ class CallState(Enum):
     PLACEHOLDER = auto()  #: S1: the opening with arguments "{}" is held
     COLLECTING = auto()  #: S2: named, held until whole
     OPEN = auto()  #: the opening delta has been sent
+    SUSPECT = auto()  #: named, held until its arguments end: it may repeat an earlier call
+    DROPPED = auto()  #: a repeat of an earlier call, dropped; so is whatever follows it
 
 
 class CallInput(Enum):
@@ -48,8 +56,10 @@ class CallInput(Enum):
     NAMED_PARTIAL = auto()  #: ... with the beginning of the arguments
     NAMED_WHOLE = auto()  #: ... with complete arguments
     NAMED_PLACEHOLDER = auto()  #: ... with arguments that are exactly an empty object
+    NAMED_SUSPECT = auto()  #: the name of a call that may repeat an earlier one
     COMPLETE = auto()  #: S2: the collected arguments now form a complete JSON value
     END = auto()  #: the choice finished, the stream ended, or another call moved on
+    DUPLICATE = auto()  #: a suspect's arguments ended equal to those of the call it may repeat
 
 
 class Action(Enum):
@@ -67,6 +77,7 @@ class Action(Enum):
     COLLECT = auto()  #: S2: keep the text
     SEND_WHOLE = auto()  #: S2: send the whole call in one delta
     FALLBACK_WHOLE = auto()  #: S2: the name never came: send the whole call as held
+    DROP = auto()  #: drop what the call holds and the entry's text (reported as dropped)
 
 
 Table = dict[tuple[CallState, CallInput], tuple[CallState, Action]]
@@ -77,9 +88,24 @@ _NAMED: Final = (
     CallInput.NAMED_WHOLE,
     CallInput.NAMED_PLACEHOLDER,
 )
-_TEXT: Final = (CallInput.ARGS, *_NAMED)  # for a named call a name is no news: only text
+_TEXT: Final = (CallInput.ARGS, *_NAMED, CallInput.NAMED_SUSPECT)  # a name is no news: text
 
-NAMELESS, PLACEHOLDER, COLLECTING, OPEN = CallState
+NAMELESS, PLACEHOLDER, COLLECTING, OPEN, SUSPECT, DROPPED = CallState
+
+# Only a SUSPECT can be a DUPLICATE (chat/choice.py compares nothing else); the other states
+# ignore the input, which keeps the tables total.
+_NOT_SUSPECT: Final = {
+    (state, CallInput.DUPLICATE): (state, Action.NOTHING)
+    for state in (NAMELESS, PLACEHOLDER, COLLECTING, OPEN)
+}
+
+# Shared by both forms: a suspect collects until its arguments end; a dropped call drops.
+_SUSPECTS: Final[Table] = {
+    (NAMELESS, CallInput.NAMED_SUSPECT): (SUSPECT, Action.COLLECT),
+    **{(SUSPECT, i): (SUSPECT, Action.COLLECT) for i in _TEXT},
+    (SUSPECT, CallInput.DUPLICATE): (DROPPED, Action.DROP),
+    **{(DROPPED, i): (DROPPED, Action.DROP) for i in CallInput},
+}
 
 # S1, the streamed form (clients.md section 2, rules 6-11).
 S1: Final[Table] = {
@@ -96,6 +122,10 @@ S1: Final[Table] = {
     **{(OPEN, i): (OPEN, Action.SEND_ARGS) for i in _TEXT},
     (OPEN, CallInput.COMPLETE): (OPEN, Action.NOTHING),
     (OPEN, CallInput.END): (OPEN, Action.CLOSE_ARGS),
+    **{k: v for k, v in _NOT_SUSPECT.items() if k[0] is not COLLECTING},
+    **_SUSPECTS,
+    (SUSPECT, CallInput.COMPLETE): (OPEN, Action.OPEN_SPLIT),
+    (SUSPECT, CallInput.END): (OPEN, Action.OPEN_SPLIT),
 }
 
 # S2, the coalesced form: each call whole in one delta.
@@ -110,10 +140,14 @@ S2: Final[Table] = {
     **{(OPEN, i): (OPEN, Action.SEND_ARGS) for i in _TEXT},
     (OPEN, CallInput.COMPLETE): (OPEN, Action.NOTHING),
     (OPEN, CallInput.END): (OPEN, Action.CLOSE_ARGS),
+    **{k: v for k, v in _NOT_SUSPECT.items() if k[0] is not PLACEHOLDER},
+    **_SUSPECTS,
+    (SUSPECT, CallInput.COMPLETE): (OPEN, Action.SEND_WHOLE),
+    (SUSPECT, CallInput.END): (OPEN, Action.SEND_WHOLE),
 }
 
-S1_STATES: Final = (NAMELESS, PLACEHOLDER, OPEN)
-S2_STATES: Final = (NAMELESS, COLLECTING, OPEN)
+S1_STATES: Final = (NAMELESS, PLACEHOLDER, OPEN, SUSPECT, DROPPED)
+S2_STATES: Final = (NAMELESS, COLLECTING, OPEN, SUSPECT, DROPPED)
 
 
 def transition(table: Table, state: CallState, event: CallInput) -> tuple[CallState, Action]:

@@ -9,6 +9,8 @@ delta each); chat/normalize.py wraps pieces into chunks. What it does, in order,
    call in progress; a new id or name under a used index starts a new call, Q10), stripped of
    what the client must see only once (Q1, Q2, Q4, Q5), checked for a re-sent copy of the
    arguments (Q17) and fed to the call's state machine (proxy/core/calls/state.py).
+   A call that may repeat an earlier one (chat/repeats.py) is held as a SUSPECT until its
+   arguments end, then dropped if it does; markup is still extracted after structured calls.
 3. A finish reason ends every call (the held ones go out), is corrected (Q23, Q24) and goes
    into a delta of its own when the chunk carried tool calls (Q26).
 
@@ -30,8 +32,10 @@ from proxy.core import markup as dialects
 from proxy.core.calls.state import S1, S2, Action, CallInput, CallState, Table, transition
 from proxy.core.errors import DialectError
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
-from proxy.core.protocols.chat.chunks import INVALID, JSONObject, complete_json, json_prefix_end
+from proxy.core.protocols.chat.argtext import ArgText
+from proxy.core.protocols.chat.chunks import INVALID, JSONObject, complete_json
 from proxy.core.protocols.chat.pieces import HELD, Call, Piece, Sink, Source, StreamContext
+from proxy.core.protocols.chat.repeats import Repeats, repeats
 from proxy.core.protocols.chat.tooldelta import ToolDelta
 from proxy.core.repairs import Repair, markup_kind
 
@@ -45,6 +49,14 @@ class ChoiceNormalizer:
         self._s = stream
         self._table: Table = S2 if stream.coalesce else S1
         self._calls: list[Call] = []
+        # Found without a scan over the calls, which a choice of thousands would make on
+        # every delta: the held placeholders (in S1 at most one, as a call only becomes one
+        # right after the others were released), and the first call S2 has not sent whole
+        # (every call before it is OPEN, which a call stays).
+        self._placeholders: dict[Call, None] = {}
+        self._suspects: dict[Call, None] = {}  # held until their arguments end (SUSPECT)
+        self._repeats = Repeats(dedupe=stream.dedupe)
+        self._unsent = 0
         self._by_key: dict[int | str, Call] = {}
         self._by_id: dict[str, Call] = {}
         self._last: Call | None = None
@@ -81,8 +93,9 @@ class ChoiceNormalizer:
                 entries, found = tool
                 for repair in found:
                     self._record(repair)
-                if entries:
-                    self._stop_extracting(sink)
+                # markup after structured calls is still extracted (llama.cpp parses the
+                # first call and leaves the next as text); a copy of a structured call is
+                # dropped instead (chat/repeats.py)
                 self._entries(entries, sink)
         finish = self._read_finish(choice.get("finish_reason"))
         if finish is not None:
@@ -133,9 +146,9 @@ class ChoiceNormalizer:
             call is None
             or call.state is not CallState.OPEN
             or call.index != key
-            or self._extracting
             or complete_json(text) is not INVALID  # maybe a re-sent copy (Q17)
-            or any(c.state is CallState.PLACEHOLDER for c in self._calls)
+            or self._placeholders
+            or self._suspects  # another call moving on settles them (``_release_others``)
         ):
             return None
         return call
@@ -207,9 +220,10 @@ class ChoiceNormalizer:
         if head is None:  # no delta at all (Q29), or not an object: keep it as it is
             return own or [Piece(self._source, self._choice, None)]
         if not own:
-            if head and not _has_text(head) and sink.holding:
+            held = [call for call in sink.holding if call.state in HELD]  # not DROPPED
+            if head and not _has_text(head) and held:
                 # the delta's role and such wait for the opening of the call they came with
-                call = sink.holding[0]
+                call = held[0]
                 call.head = head
                 if call.placeholder is not None and call.placeholder.delta is not None:
                     call.placeholder.delta = {**head, **call.placeholder.delta}
@@ -273,24 +287,27 @@ class ChoiceNormalizer:
         self._stop_extracting(sink)
         for call in self._calls:
             self._input(call, CallInput.END, "", sink, complete=complete)
+        for _ in range(self._repeats.count(self._calls)):
+            self._record(Repair.CALL_DUPLICATED)
+        for call in self._calls:
             if call.args:
-                if complete and complete_json(call.text()) is INVALID:
+                if complete and call.args.complete() is INVALID:
                     self._record(Repair.ARGS_NOT_JSON)  # Q18: seen, not repairable
                     self._cut = True
-                self._s.held -= sum(map(len, call.args))
-                call.args = []
+                self._s.held -= len(call.args)
+                call.args = ArgText()
 
     # -- tool-call entries -----------------------------------------------------------------
 
     def _entries(self, entries: list[ToolDelta], sink: Sink) -> None:
-        touched: list[Call] = []
+        touched: set[Call] = set()
         for entry in entries:
             call = self._locate(entry)
             if call in touched:
                 self._record(Repair.SAME_INDEX_TWICE)
             elif touched:
                 self._record(Repair.SEVERAL_CALLS_IN_ONE_DELTA)
-            touched.append(call)
+            touched.add(call)
             self._entry(call, entry, sink)
 
     def _locate(self, td: ToolDelta) -> Call:
@@ -342,7 +359,7 @@ class ChoiceNormalizer:
             and td.name == call.name
             and td.args.lstrip()[:1] in ("{", "[")
             and bool(call.args)
-            and complete_json(call.text()) is not INVALID
+            and call.args.complete() is not INVALID
         )
 
     def _resent(self, call: Call, td: ToolDelta) -> bool:
@@ -354,18 +371,18 @@ class ChoiceNormalizer:
         value, or is the fragment's beginning (whitespace outside strings aside), only the
         part the client has not seen yet is kept.
         """
-        kept = call.text() if call.args else ""
+        kept = call.args
         if not td.args or not kept:
             return False
         value = complete_json(td.args)
         if value is INVALID:
             return False
-        tail = kept.rstrip()
-        if not tail or tail[-1] in _AFTER_VALUE_COULD_FOLLOW:
+        last = kept.last_char()
+        if not last or last in _AFTER_VALUE_COULD_FOLLOW:
             return False
-        end = json_prefix_end(kept, td.args)
+        end = kept.prefix_end(td.args)
         if end is None:
-            if complete_json(kept) != value:
+            if kept.complete() != value:
                 return False
             end = len(td.args)
         rest = td.args[end:]
@@ -404,30 +421,49 @@ class ChoiceNormalizer:
                 call.name = td.name
                 if call.waited:
                     self._record(Repair.NAME_AFTER_ARGS)
-                self._input(call, _opening_input(call.text() + td.args), td.args, sink)
+                self._input(call, self._naming(call, td.args), td.args, sink)
         if (
-            call.state is CallState.COLLECTING
+            call.state in _COLLECTED
             and not call.placeholder_args
             and td.args.rstrip()[-1:] in ("}", "]")
-            and complete_json(call.text()) is not INVALID
+            and call.args.complete() is not INVALID
         ):
             call.whole = True
-            self._send_whole_calls(sink)
+            if call.state is CallState.SUSPECT and self._table is S1:
+                self._input(call, CallInput.COMPLETE, "", sink)
+            else:
+                self._send_whole_calls(sink)
+
+    def _naming(self, call: Call, text: str) -> CallInput:
+        """The input of the entry that names ``call``, with argument ``text``: a suspect if
+        it may repeat an earlier call; else by the argument text known. Entries held before
+        the name (vmlx sends an opening with an empty name) make even complete arguments an
+        opening with ``""`` and the arguments apart: only a call in a single delta with
+        nothing before it goes out whole (Groq)."""
+        call.rivals = self._repeats.rivals(self._calls, call)
+        if call.rivals:
+            return CallInput.NAMED_SUSPECT
+        event = _opening_input(call.text() + text)
+        return CallInput.NAMED_PARTIAL if event is CallInput.NAMED_WHOLE and call.waited else event
 
     def _send_whole_calls(self, sink: Sink) -> None:
         """S2: calls go out whole as soon as they are, but never before an earlier call."""
-        for call in self._calls:
-            if call.state is CallState.OPEN:
-                continue
-            if call.state is not CallState.COLLECTING or not call.whole:
-                return
-            self._input(call, CallInput.COMPLETE, "", sink)
+        calls = self._calls
+        while self._unsent < len(calls):
+            call = calls[self._unsent]
+            if call.state not in _SETTLED:
+                if call.state not in _COLLECTED or not call.whole:
+                    return
+                self._input(call, CallInput.COMPLETE, "", sink)
+            self._unsent += 1
 
     def _release_others(self, call: Call, sink: Sink) -> None:
         """A held placeholder goes out as it is once another call of the choice moves on."""
-        for other in self._calls:
-            if other is not call and other.state is CallState.PLACEHOLDER:
-                self._input(other, CallInput.END, "", sink)
+        for other in [held for held in self._placeholders if held is not call]:
+            self._input(other, CallInput.END, "", sink)
+        # a suspect's arguments end when another call moves on
+        for other in [held for held in self._suspects if held is not call]:
+            self._input(other, CallInput.END, "", sink)
 
     # -- the state machine -------------------------------------------------------------------
 
@@ -441,7 +477,18 @@ class ChoiceNormalizer:
         complete: bool = True,
         extras: tuple[JSONObject, JSONObject] | None = None,
     ) -> None:
+        if call.state is CallState.SUSPECT and event in _ARGS_END and repeats(call):
+            self._record(Repair.CALL_DUPLICATED)
+            event = CallInput.DUPLICATE
         state, action = transition(self._table, call.state, event)
+        if state is CallState.PLACEHOLDER:
+            self._placeholders[call] = None
+        elif call.state is CallState.PLACEHOLDER:
+            del self._placeholders[call]
+        if state is CallState.SUSPECT:
+            self._suspects[call] = None
+        elif call.state is CallState.SUSPECT:
+            del self._suspects[call]
         call.state = state
         if state in HELD:
             if call.slot is None and call not in sink.holding:
@@ -461,6 +508,15 @@ class ChoiceNormalizer:
                 self._open(call, action, sink)
                 if action is Action.OPEN_SPLIT and text:
                     self._record(Repair.ARGS_IN_FIRST_DELTA)
+                if event is CallInput.END and complete and call.args_len == 0:  # a suspect
+                    self._record(Repair.EMPTY_ARGUMENTS)
+                    self._send_args(call, "{}", sink, None)
+            case Action.DROP:
+                self._keep(call, text)
+                if call.args:
+                    self._s.dropped.append(call.text())
+                    self._s.held -= len(call.args)
+                    call.args = ArgText()
             case Action.HOLD_OPENING:
                 self._keep(call, text)
                 call.placeholder = self._opening(call, call.text())
@@ -506,9 +562,9 @@ class ChoiceNormalizer:
     def _drop_placeholder(self, call: Call) -> None:
         self._record(Repair.ARGS_PLACEHOLDER)
         self._s.dropped.append(call.text())
-        self._s.held -= sum(map(len, call.args))
-        call.args_len -= sum(map(len, call.args))
-        call.args = []
+        self._s.held -= len(call.args)
+        call.args_len -= len(call.args)
+        call.args = ArgText()
 
     def _collect(
         self,
@@ -520,7 +576,10 @@ class ChoiceNormalizer:
         if extras is not None:
             call.extras.update(extras[0])
             call.fn_extras.update(extras[1])
-        if event is CallInput.NAMED_PLACEHOLDER:
+        if event is CallInput.NAMED_PLACEHOLDER or (
+            event is CallInput.NAMED_SUSPECT
+            and _opening_input(call.text() + text) is CallInput.NAMED_PLACEHOLDER
+        ):
             call.placeholder_args = True
         elif call.placeholder_args and text:
             call.placeholder_args = False
@@ -662,7 +721,7 @@ class ChoiceNormalizer:
                     self._markup_call[key] = call
                     self._release_others(call, sink)
                     call.name = name
-                    self._input(call, CallInput.NAMED_EMPTY, "", sink)
+                    self._input(call, self._naming(call, ""), "", sink)
                 case CallArgs(text=text):
                     if call is not None and text:
                         self._input(call, CallInput.ARGS, text, sink)
@@ -671,7 +730,7 @@ class ChoiceNormalizer:
                 case CallClose(error=error):
                     if error is not None:
                         self._record(Repair.MARKUP_BROKEN)
-                    if call is not None and call.state is CallState.COLLECTING:
+                    if call is not None and call.state in _COLLECTED and self._table is S2:
                         call.whole = True
                         self._send_whole_calls(sink)
                     elif call is not None:
@@ -679,8 +738,7 @@ class ChoiceNormalizer:
                     self._markup_call[key] = None
 
     def _stop_extracting(self, sink: Sink) -> None:
-        """Close the extractors: the end of the choice, or structured calls arrived (Q32 is
-        for upstreams whose parser is off, and a second copy of a call must not appear)."""
+        """Close the extractors: the end of the choice."""
         self._extracting = False
         for key, extractor in self._extractors.items():
             if extractor is None:
@@ -713,6 +771,11 @@ class ChoiceNormalizer:
 
     def _record(self, repair: Repair) -> None:
         self._s.repairs[repair] += 1
+
+
+_SETTLED: Final = (CallState.OPEN, CallState.DROPPED)  # nothing more held
+_COLLECTED: Final = (CallState.COLLECTING, CallState.SUSPECT)  # held until whole
+_ARGS_END: Final = (CallInput.COMPLETE, CallInput.END)
 
 
 _OPEN_ACTION: Final = {

@@ -14,6 +14,7 @@ from typing import Final
 
 from proxy.core.calls.state import CallState
 from proxy.core.ids import IdPool
+from proxy.core.protocols.chat.argtext import ArgText
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.sse import Event
 
@@ -47,6 +48,7 @@ class StreamContext:
     tools: list[JSONObject]
     fallback_name: str | None  #: the name a nameless call must have, from the request
     ids: IdPool
+    dedupe: bool = False  #: drop a call equal to the one before it (dedupe_calls)
     repairs: Counter[str] = field(default_factory=Counter)
     dropped: list[str] = field(default_factory=list)
     held: int = 0  #: characters held or kept for checking, across the stream
@@ -63,7 +65,7 @@ class Call:
     state: CallState = CallState.NAMELESS
     id: str | None = None  #: the id the client sees, set when the opening is built
     index: int | None = None  #: the index the client sees, set when the opening is built
-    args: list[str] = field(default_factory=list)  #: argument text kept (held or for Q17)
+    args: ArgText = field(default_factory=ArgText)  #: argument text kept (held or for Q17)
     args_len: int = 0  #: all argument text accepted, including text no longer kept
     waited: bool = False  #: entries were held before the name came (Q14)
     placeholder: Piece | None = None  #: S1: the opening held back with "{}"
@@ -75,9 +77,11 @@ class Call:
     fn_extras: JSONObject = field(default_factory=dict)
     slot: Slot | None = None  #: where the call's held output goes, once its chunk is done
     head: JSONObject | None = None  #: the other delta fields of a chunk that held the call
+    #: a SUSPECT: the earlier calls it is dropped for repeating, if its arguments equal theirs
+    rivals: tuple[Call, ...] = ()
 
     def text(self) -> str:
-        return "".join(self.args)
+        return self.args.text()
 
 
 @dataclass(eq=False, slots=True)
@@ -88,7 +92,12 @@ class Slot:
     done: bool = False
 
 
-HELD: Final = (CallState.NAMELESS, CallState.PLACEHOLDER, CallState.COLLECTING)
+HELD: Final = (
+    CallState.NAMELESS,
+    CallState.PLACEHOLDER,
+    CallState.COLLECTING,
+    CallState.SUSPECT,
+)
 
 
 class Sink:

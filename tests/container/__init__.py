@@ -1,0 +1,1 @@
+"""The container lane: deploy/ built with podman and run for real (deploy/README.md)."""
