@@ -75,6 +75,22 @@ class Repair(StrEnum):
     DIALECT_ERROR = "dialect-error"  # a dialect raised; extraction stopped for the stream
     CAP_REACHED = "cap-reached"  # max_held_bytes reached: the rest of the stream went raw
 
+    # A server's own Messages stream (research/protocols.md section 3 quirks 1-4, section 6;
+    # a missing `event:` line is EVENT_LINE_MISSING below)
+    TOOL_USE_INPUT_MISSING = "tool-use-input-missing"  # quirk 1: llama.cpp PR #22960
+    THINKING_SIGNATURE_MISSING = "thinking-signature-missing"  # quirk 1: llama.cpp#20090
+    EMPTY_FIELD_DROPPED = "empty-field-dropped"  # quirk 2: text, partial_json, usage restored
+    STOP_REASON_EMPTY = "stop-reason-empty"  # quirk 2: "" for null
+    STOP_REASON_NOT_TOOL_USE = "stop-reason-not-tool-use"  # end_turn or "" after tool_use blocks
+    TOOL_INPUT_UNPARSABLE = "tool-input-unparsable"  # a finished turn's tool input is no JSON
+    BLOCK_STOP_MISSING = "block-stop-missing"  # quirk 3: a block never stopped
+    MESSAGE_DELTA_MISSING = "message-delta-missing"  # the stream ended without message_delta
+    MESSAGE_STOP_MISSING = "message-stop-missing"  # quirk 3: ... or without message_stop
+    MESSAGE_START_MISSING = "message-start-missing"  # a block before any message_start
+    MESSAGE_START_REPEATED = "message-start-repeated"  # quirk 4: duplicated or spliced
+    BLOCKS_OVERLAP = "blocks-overlap"  # section 6: a block started before the last one stopped
+    DELTA_AFTER_STOP = "delta-after-stop"  # a delta for a block already stopped: dropped
+
     # A server's own Responses stream (native mode; research/protocols.md section 2 quirks
     # "R<n>", section 6 "llama.cpp")
     SEQUENCE_NUMBER_MISSING = "sequence-number-missing"  # R8, llama.cpp: numbered from 0

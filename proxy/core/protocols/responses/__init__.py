@@ -45,11 +45,16 @@ def error_body(status: int, message: str) -> bytes:
     return orjson.dumps({"error": {"message": message, "type": kind, "param": None, "code": None}})
 
 
-def native(new_id: Callable[[], str], request_body: object) -> NativeStream:
-    return NativeStream(new_id, NativeRequest.from_body(request_body))
+def native(
+    new_id: Callable[[], str], request_body: object, dialects: tuple[str, ...]
+) -> NativeStream:
+    return NativeStream(new_id, NativeRequest.from_body(request_body), dialects=dialects)
 
 
-def native_completion(body: bytes, request_body: object) -> tuple[bytes, Counter[str]]:
+def native_completion(
+    body: bytes, request_body: object, dialects: tuple[str, ...]
+) -> tuple[bytes, Counter[str]]:
+    del dialects  # a whole Response's repair recovers no markup
     return repair_completion(body, NativeRequest.from_body(request_body))
 
 
