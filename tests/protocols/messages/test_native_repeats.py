@@ -179,3 +179,20 @@ def test_a_held_repeat_costs_the_same_per_event_however_long_it_is():
     short = cpu(long_repeat(1_000), 3)
     long = cpu(long_repeat(16_000), 1)
     assert long < 40 * short, f"16x the input took {long / short:.0f}x the CPU"
+
+
+@pytest.mark.parametrize("name", [PARALLEL, "anthropic-haiku35-text-then-tool"])
+def test_a_repeat_in_llamacpps_shape_is_dropped_as_well(name: str):
+    """llama.cpp's own endpoint: no ``input`` in the starts, every stop held to the end."""
+    broken = streams.sse(streams.llamacpp_b9821(call_twice(streams.parsed(name))))
+    expected, _ = repair(broken, dedupe=True)
+    for pieces in every_cut(broken, name + "llamacpp"):
+        out, repairs = repair(pieces, dedupe=True)
+        assert out == expected
+        assert repairs[Repair.CALL_DUPLICATED] == 1
+    canonical = check(streams.recorded(name))
+    result = check(expected)
+    assert [(b["id"], b["input"]) for b in result.tool_uses] == [
+        (b["id"], b["input"]) for b in canonical.tool_uses
+    ]
+    assert result.text == canonical.text
