@@ -48,8 +48,9 @@ def error_body(status: int, message: str) -> bytes:
 def native(
     new_id: Callable[[], str], request_body: object, dialects: tuple[str, ...], dedupe: bool
 ) -> NativeStream:
-    del dedupe  # TODO(native-dedupe): the native Responses repairer is being finished
-    return NativeStream(new_id, NativeRequest.from_body(request_body), dialects=dialects)
+    return NativeStream(
+        new_id, NativeRequest.from_body(request_body), dialects=dialects, dedupe=dedupe
+    )
 
 
 def native_completion(

@@ -18,7 +18,9 @@ Rules this module keeps:
   is inserted); a missing ``function_call_arguments.done`` or ``output_item.done``; deltas
   with no item; a ``response.completed`` whose ``output`` lacks the streamed items, or
   without ``usage``; a call cut by the token limit reported as ``completed`` (its item and the
-  response become ``incomplete``); markup in ``output_text.delta`` (native_text.py).
+  response become ``incomplete``); markup in ``output_text.delta`` (native_text.py); the
+  same call twice in a row, counted, and under ``dedupe_calls`` held until its arguments end
+  and dropped (native_flow.py, proxy/core/protocols/native_repeats.py).
   Non-standard event names and the ``parallel`` wrapper pass through, counted.
 * ``close(complete=False)``: what is held goes out as it is and nothing is made up, so the
   client sees the cut.
@@ -85,13 +87,14 @@ class NativeStream(ItemFlow):
         request: NativeRequest,
         *,
         dialects: Sequence[str] = ("auto",),
+        dedupe: bool = False,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         self._new_id = new_id
         self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)
         self._seq = 0
         self._out: list[bytes] = []
-        ItemFlow.__init__(self, request, tuple(dialects) if request.extracts else ())
+        ItemFlow.__init__(self, request, tuple(dialects) if request.extracts else (), dedupe=dedupe)
         self._response_id: str | None = None
         self._started = False
         self._in_progress = False
@@ -108,8 +111,8 @@ class NativeStream(ItemFlow):
     def close(self, *, complete: bool) -> list[bytes]:
         for item in self._decoder.close():
             self._take(item)
-        if complete and self._waiting is not None:
-            self.name_known(self._waiting, None)
+        if self._waiting is not None and (complete or self._waiting.suspect):
+            self.name_known(self._waiting, None)  # a suspect cut short goes out as it came
         for up in list(self._by_id.values()):
             if up.extractor is not None:
                 native_text.end_extraction(self, up)
@@ -264,6 +267,11 @@ class NativeStream(ItemFlow):
         """``output`` must be every item streamed, as its output_item.done showed it."""
         ours = [out.done for out in self._items if out.done is not None]
         theirs = response.get("output")
+        if isinstance(theirs, list) and self.dropped:  # the repeats dropped are no output
+            kept = [item for item in theirs if not _dropped(item, self.dropped)]
+            if len(kept) != len(theirs):
+                response["output"] = theirs = kept
+                ev.changed()
         if isinstance(theirs, list) and len(theirs) == len(ours):
             same = [_comparable(a) == _comparable(b) for a, b in zip(theirs, ours, strict=True)]
             if all(same):
@@ -272,6 +280,14 @@ class NativeStream(ItemFlow):
         self.repair(Repair.OUTPUT_INCOMPLETE)
         response["output"] = ours
         ev.changed()
+
+
+def _dropped(item: object, dropped: set[str]) -> bool:
+    return (
+        isinstance(item, dict)
+        and item.get("type") == "function_call"
+        and (item.get("id") in dropped or item.get("call_id") in dropped)
+    )
 
 
 def _comparable(item: object) -> object:

@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from proxy.core.markup import build_extractor
 from proxy.core.protocols.chat.chunks import INVALID, loads
+from proxy.core.protocols.native_repeats import CallRepeats
 from proxy.core.protocols.responses import native_text
 from proxy.core.protocols.responses.native_items import Ev, Out, Up, message_part
 from proxy.core.protocols.responses.native_request import NativeRequest
@@ -23,7 +24,9 @@ _ID_PREFIX: Final = {"message": "msg_", "function_call": "fc_", "reasoning": "rs
 
 
 class ItemFlow:
-    def __init__(self, request: NativeRequest, dialects: tuple[str, ...]) -> None:
+    def __init__(
+        self, request: NativeRequest, dialects: tuple[str, ...], *, dedupe: bool = False
+    ) -> None:
         self._request = request
         self.dialects = dialects
         self.repairs: Counter[str] = Counter()
@@ -35,8 +38,13 @@ class ItemFlow:
         self._waiting: Up | None = None  # a call whose name has not come yet
         self._held: list[Ev] = []  # events of items that must wait for the open one
         self.markup_call: Out | None = None  # a call being taken out of a message's text
+        #: a markup call named like the call before it (name, id, arguments), held until it
+        #: closes under dedupe_calls
+        self.held_call: tuple[str, str | None, list[str]] | None = None
         self._extracting: Up | None = None  # the message whose text goes through markup
         self._cut = False  # a call ended with unparsable arguments
+        self.repeats = CallRepeats(dedupe=dedupe)
+        self.dropped: set[str] = set()  # the item and call ids of repeats dropped
 
     # what the stream half provides
     def emit(self, ev: Ev) -> None:
@@ -95,6 +103,10 @@ class ItemFlow:
         if up.type == "function_call" and not (item.get("name") and item.get("call_id")):
             self.repair(Repair.NAME_MISSING if not item.get("name") else Repair.CALL_ID_MISSING)
             up.queue = [ev]
+            self._waiting = up
+            return
+        if up.type == "function_call" and self.repeats.suspect(item.get("name")):
+            up.queue, up.suspect = [ev], True  # held until its arguments end
             self._waiting = up
             return
         if up.type == "message" and self.dialects:
@@ -169,8 +181,12 @@ class ItemFlow:
             if up is None:
                 self.emit(ev)
                 return
+        if up.dropped:
+            return
         if up.queue is not None:
             up.queue.append(ev)
+            if up.suspect and ev.type == "response.function_call_arguments.done":
+                self.name_known(up, None)
             return
         if self._waiting is not None:
             self._held.append(ev)
@@ -256,6 +272,9 @@ class ItemFlow:
         if up.queue is not None:
             self.name_known(up, ev.get("item"))
             up = self.find(ev) or up
+        if up.dropped:
+            up.done = True
+            return
         if up.extractor is not None or up.rewritten or (up.target is None and up.deferred):
             native_text.text_done(self, up, ev)
             return
@@ -318,6 +337,12 @@ class ItemFlow:
             ev.changed()
 
     def finish(self, out: Out, item: JSONObject) -> None:
+        if out.type == "function_call" and not out.compared:
+            out.compared = True
+            arguments = item.get("arguments")
+            text = arguments if isinstance(arguments, str) else out.arguments
+            if self.repeats.ended(out.name, text):
+                self.repair(Repair.CALL_DUPLICATED)
         out.done = item
         if self._open is out:
             self._open = None
@@ -335,7 +360,7 @@ class ItemFlow:
         ``output_item.done`` (None: it never came), else the request's only tool and a new id."""
         queue, up.queue = up.queue or [], None
         self._waiting = None
-        if not queue:
+        if not queue or (up.suspect and self._repeat_dropped(up, queue, done)):
             return
         item = queue[0].payload["item"]
         later = done if isinstance(done, dict) else {}
@@ -346,9 +371,21 @@ class ItemFlow:
                     value = self._request.fallback_name if key == "name" else ""
                 item[key] = value or ""
                 queue[0].changed()
-        self.show(up, queue[0])
+        self.show(up, queue[0]).compared = up.suspect  # a suspect was compared just now
         for ev in queue[1:]:
             self.dispatch(ev)
+
+    def _repeat_dropped(self, up: Up, queue: list[Ev], done: object) -> bool:
+        """A suspect's arguments ended (or the stream did): compared once with the call before
+        it; a repeat is dropped, its held events with it, and what waited behind it goes on."""
+        item = queue[0].payload["item"]
+        if not self.repeats.ended(item.get("name"), _held_arguments(queue, done)):
+            return False
+        self.repair(Repair.CALL_DUPLICATED)
+        up.dropped = True
+        self.dropped.update(str(item.get(key)) for key in ("id", "call_id") if item.get(key))
+        self.release()
+        return True
 
     def close_early(self, out: Out) -> None:
         """End an item the upstream never ended (quirk 3: no output_item.done for calls), at
@@ -392,3 +429,14 @@ class ItemFlow:
             item = {"id": out.id, "type": out.type}
         self.finish(out, item)
         self.insert({"type": "response.output_item.done", "output_index": out.index, "item": item})
+
+
+def _held_arguments(queue: list[Ev], done: object) -> str:
+    """A held call's arguments: its deltas, else what its done events or its added carry."""
+    deltas = [ev.get("delta") for ev in queue if ev.type.endswith("arguments.delta")]
+    if deltas:
+        return "".join(d for d in deltas if isinstance(d, str))
+    ends = [ev.get("arguments") for ev in queue if ev.type.endswith("arguments.done")]
+    ends.append(done.get("arguments") if isinstance(done, dict) else None)
+    ends.append(queue[0].payload["item"].get("arguments"))
+    return next((a for a in ends if isinstance(a, str) and a), "")

@@ -68,6 +68,7 @@ class Out:
     part_open: bool = False
     done: JSONObject | None = None  # the item as its output_item.done showed it
     synthetic: FunctionCallItem | None = None  # a call the proxy made out of markup
+    compared: bool = False  # a call's arguments were compared with the call before it
 
     @property
     def arguments(self) -> str:
@@ -81,7 +82,10 @@ class Up:
     type: str
     target: Out | None = None  # where its events go (None: not yet shown, or closed early)
     closed_early: bool = False  # the proxy ended it; the upstream's own closing is dropped
-    queue: list[Ev] | None = None  # its events, held until its name is known
+    queue: list[Ev] | None = None  # its events, held until its name is known (or, a suspect's,
+    # until its arguments end: native_repeats.py)
+    suspect: bool = False  # a call named like the call before it, held under dedupe_calls
+    dropped: bool = False  # a repeat of the call before it: nothing of it goes out
     deferred: list[Ev] = field(default_factory=list)  # its opening, held until text shows
     extractor: Extractor | None = None  # markup in its text becomes calls
     held: str = ""  # text the extractor holds, as far as known (given back if it fails)
