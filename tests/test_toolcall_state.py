@@ -2,20 +2,36 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from proxy.core.calls.state import (
+    FALLBACK_OPENING,
     S1,
     S1_STATES,
+    S1_STREAMS,
     S2,
     S2_STATES,
+    S2_STREAMS,
     Action,
     CallInput,
     CallState,
     Table,
+    closes_whole,
+    may_become_whole,
+    placeholder_after,
+    released_by,
+    streams_args,
     transition,
+    whole_calls_due,
 )
 from proxy.core.errors import NormalizerError
+from proxy.core.protocols.chat import choice_base
+from proxy.core.protocols.chat.choice import ChoiceNormalizer
+from proxy.core.protocols.chat.normalize import RequestInfo
+from tests.normalize_helpers import eventwise, run
+from tests.streams import chunk_event as chunk
 
 FORMS = pytest.mark.parametrize(
     ("table", "states"), [(S1, S1_STATES), (S2, S2_STATES)], ids=["S1", "S2"]
@@ -51,3 +67,98 @@ def test_every_action_is_reachable_from_some_table():
 def test_a_missing_transition_is_a_normalizer_error_naming_the_pair():
     with pytest.raises(NormalizerError, match="PLACEHOLDER on END"):
         transition(S2, CallState.PLACEHOLDER, CallInput.END)
+
+
+# -- what the states trigger (the driver and the hot paths ask these) -----------------------
+
+
+@FORMS
+def test_only_an_open_call_streams_its_arguments_as_they_come(table: Table, states):
+    streaming = {state for state in states if streams_args(table, state)}
+    assert streaming == {CallState.OPEN}
+
+
+def test_the_kept_answers_are_the_tables():
+    for table, states, kept in ((S1, S1_STATES, S1_STREAMS), (S2, S2_STATES, S2_STREAMS)):
+        assert kept == {state: streams_args(table, state) for state in states}
+
+
+def test_a_fallback_opening_exists_for_every_named_input_and_opens_the_call():
+    named = {i for i in CallInput if i.name.startswith("NAMED_")}
+    assert set(FALLBACK_OPENING) == named
+    openings = {Action.OPEN, Action.OPEN_SPLIT, Action.OPEN_WHOLE}
+    assert set(FALLBACK_OPENING.values()) <= openings
+    # as the name arriving would have opened it, but a placeholder is no longer held back
+    for event, action in FALLBACK_OPENING.items():
+        if event is not CallInput.NAMED_PLACEHOLDER:
+            assert S1[CallState.NAMELESS, event] == (CallState.OPEN, action)
+    assert FALLBACK_OPENING[CallInput.NAMED_PLACEHOLDER] is Action.OPEN_WHOLE
+
+
+def test_a_placeholder_is_kept_until_text_comes_and_dropped_for_an_object():
+    assert placeholder_after(CallInput.NAMED_PLACEHOLDER, False, "{}") == (True, False)
+    assert placeholder_after(CallInput.ARGS, True, "") == (True, False)
+    assert placeholder_after(CallInput.ARGS, True, ' {"a": 1}') == (False, True)
+    assert placeholder_after(CallInput.ARGS, True, "]") == (False, False)
+    assert placeholder_after(CallInput.ARGS, False, "{") == (False, False)
+
+
+def test_only_a_collecting_call_becomes_whole():
+    assert may_become_whole(CallState.COLLECTING, False)
+    assert not may_become_whole(CallState.COLLECTING, True)  # the real arguments may follow
+    assert [s for s in CallState if closes_whole(s)] == [CallState.COLLECTING]
+    assert not any(may_become_whole(s, False) for s in CallState if s is not CallState.COLLECTING)
+
+
+@dataclass
+class _Tracked:
+    state: CallState
+    whole: bool = False
+
+
+def test_whole_calls_go_out_in_order_and_never_before_an_earlier_call():
+    first, second, third = (_Tracked(CallState.COLLECTING) for _ in range(3))
+    calls = [_Tracked(CallState.OPEN), first, second, third]
+    second.whole = True
+    assert whole_calls_due(calls, 0) == ([], 1)  # the first waits: the second must too
+    first.whole = True
+    assert whole_calls_due(calls, 1) == ([first, second], 3)
+    first.state = second.state = CallState.OPEN
+    third.whole = True
+    assert whole_calls_due(calls, 3) == ([third], 4)
+
+
+def test_a_call_moving_on_releases_every_other_placeholder():
+    a, b, c = object(), object(), object()
+    assert released_by(b, [a, b, c]) == [a, c]
+    assert released_by(a, []) == []
+
+
+def _canonical_call_stream() -> bytes:
+    opening = {"index": 0, "id": "call_1", "type": "function"}
+    entries = [{**opening, "function": {"name": "f", "arguments": ""}}]
+    entries += [{"index": 0, "function": {"arguments": text}} for text in ('{"a"', ": 1", "}")]
+    return b"".join(chunk({"tool_calls": [entry]}) for entry in entries) + chunk(
+        {}, finish="tool_calls"
+    )
+
+
+@pytest.mark.parametrize("table_says_stream", [True, False])
+def test_the_fragment_hot_path_asks_the_table(monkeypatch, table_says_stream):
+    """With the table's answer for OPEN turned around, every fragment goes through
+    ``process``: the hot path has no answer of its own."""
+    if not table_says_stream:
+        monkeypatch.setattr(choice_base, "S1_STREAMS", dict.fromkeys(S1_STATES, False))
+    processed = 0
+    process = ChoiceNormalizer.process
+
+    def counting(self, *args):  # type: ignore[no-untyped-def]
+        nonlocal processed
+        processed += 1
+        return process(self, *args)
+
+    monkeypatch.setattr(ChoiceNormalizer, "process", counting)
+    stream = _canonical_call_stream()
+    out, _ = run(eventwise(stream), request=RequestInfo(tools=[{"type": "function"}]))
+    assert out == stream + b"data: [DONE]\n\n"
+    assert processed == (2 if table_says_stream else 5)  # the opening and the finish
