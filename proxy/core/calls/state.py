@@ -152,8 +152,9 @@ def streams_args(table: Table, state: CallState) -> bool:
     return transition(table, state, CallInput.ARGS) == (state, Action.SEND_ARGS)
 
 
-def _streaming(table: Table, states: Iterable[CallState]) -> dict[CallState, bool]:
-    return {state: streams_args(table, state) for state in states}
+def _streaming(table: Table, states: Iterable[CallState]) -> tuple[CallState, ...]:
+    # a tuple: ``in`` compares by identity first, where a dict would hash an Enum in Python
+    return tuple(state for state in states if streams_args(table, state))
 
 
 S1_STREAMS: Final = _streaming(S1, S1_STATES)

@@ -54,7 +54,7 @@ class CallDriver(CallPieces):
         elif call.state is CallState.PLACEHOLDER:
             del self._placeholders[call]
         call.state = state
-        call.streams = self._streams[state]
+        call.streams = state in self._streams
         if state in HELD:
             if call.slot is None and call not in sink.holding:
                 sink.holding.append(call)

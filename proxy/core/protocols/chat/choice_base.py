@@ -29,7 +29,7 @@ class ChoiceBase:
         self._s = stream
         self._table: Table = S2 if stream.coalesce else S1
         # the table's answer to "does a fragment of a call in this state go out as it came"
-        self._streams: dict[CallState, bool] = S2_STREAMS if stream.coalesce else S1_STREAMS
+        self._streams: tuple[CallState, ...] = S2_STREAMS if stream.coalesce else S1_STREAMS
         self._calls: list[Call] = []
         # Found without a scan over the calls, which a choice of thousands would make on
         # every delta: the held placeholders (in S1 at most one, as a call only becomes one
