@@ -27,6 +27,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from yarl import URL
 
 from proxy.core.errors import ConfigError
+from proxy.core.forwarding import Forwarding
 from proxy.core.markup import check_names
 from proxy.core.policy import ProtocolMode
 
@@ -48,6 +49,7 @@ class UpstreamSettings(_Strict):
     output: Literal["streamed", "coalesced"] = "streamed"
     dialects: Literal["auto", "none"] | list[str] = "auto"
     extract_from_reasoning: bool = False
+    dedupe_calls: bool = False
     max_concurrent_requests: int | None = Field(
         None, ge=1
     )  # above it: 429, see proxy/shell/limits.py
@@ -56,6 +58,10 @@ class UpstreamSettings(_Strict):
     # upstream's own endpoint, repaired in place. Unset with normalize = false: passthrough.
     responses: ProtocolMode | None = None
     messages: ProtocolMode | None = None
+    # The request body sent upstream, for every protocol (proxy/core/forwarding.py): the
+    # client's model name or a glob -> the upstream's name; a cap on the token limits asked.
+    model_map: dict[str, str] = Field(default_factory=dict)
+    max_tokens_limit: int | None = Field(None, ge=1)
 
     @field_validator("responses", "messages")
     @classmethod
@@ -81,6 +87,17 @@ class UpstreamSettings(_Strict):
         if url.query_string or url.fragment or url.user or url.password:
             raise ValueError("must not carry a query, fragment or credentials")
         return value.rstrip("/")
+
+    @field_validator("model_map")
+    @classmethod
+    def _model_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for pattern, target in value.items():
+            if not pattern or not target:
+                raise ValueError("model names and patterns must not be empty")
+        return value
+
+    def forwarding(self) -> Forwarding:
+        return Forwarding(self.model_map, self.max_tokens_limit)
 
     @field_validator("models")
     @classmethod

@@ -19,6 +19,7 @@ from proxy.core.calls.state import (
     CallState,
     Table,
     closes_whole,
+    compared_when_whole,
     may_become_whole,
     placeholder_after,
     released_by,
@@ -84,7 +85,12 @@ def test_the_kept_answers_are_the_tables():
 
 
 def test_a_fallback_opening_exists_for_every_named_input_and_opens_the_call():
-    named = {i for i in CallInput if i.name.startswith("NAMED_")}
+    named = {
+        CallInput.NAMED_EMPTY,
+        CallInput.NAMED_PARTIAL,
+        CallInput.NAMED_WHOLE,
+        CallInput.NAMED_PLACEHOLDER,
+    }  # what the text known when the name comes classifies as (a suspect opens later)
     assert set(FALLBACK_OPENING) == named
     openings = {Action.OPEN, Action.OPEN_SPLIT, Action.OPEN_WHOLE}
     assert set(FALLBACK_OPENING.values()) <= openings
@@ -96,18 +102,22 @@ def test_a_fallback_opening_exists_for_every_named_input_and_opens_the_call():
 
 
 def test_a_placeholder_is_kept_until_text_comes_and_dropped_for_an_object():
-    assert placeholder_after(CallInput.NAMED_PLACEHOLDER, False, "{}") == (True, False)
-    assert placeholder_after(CallInput.ARGS, True, "") == (True, False)
-    assert placeholder_after(CallInput.ARGS, True, ' {"a": 1}') == (False, True)
-    assert placeholder_after(CallInput.ARGS, True, "]") == (False, False)
-    assert placeholder_after(CallInput.ARGS, False, "{") == (False, False)
+    assert placeholder_after(True, False, "{}") == (True, False)
+    assert placeholder_after(False, True, "") == (True, False)
+    assert placeholder_after(False, True, ' {"a": 1}') == (False, True)
+    assert placeholder_after(False, True, "]") == (False, False)
+    assert placeholder_after(False, False, "{") == (False, False)
 
 
-def test_only_a_collecting_call_becomes_whole():
-    assert may_become_whole(CallState.COLLECTING, False)
+def test_only_a_collected_call_becomes_whole():
+    collected = [CallState.COLLECTING, CallState.SUSPECT]
+    assert [s for s in CallState if may_become_whole(s, False)] == collected
     assert not may_become_whole(CallState.COLLECTING, True)  # the real arguments may follow
-    assert [s for s in CallState if closes_whole(s)] == [CallState.COLLECTING]
-    assert not any(may_become_whole(s, False) for s in CallState if s is not CallState.COLLECTING)
+    assert [s for s in CallState if closes_whole(S2, s)] == collected
+    assert not any(closes_whole(S1, s) for s in CallState)  # in S1 the block's end is END
+    # an S1 suspect is compared at once; in S2 a whole call waits for the calls before it
+    assert [s for s in CallState if compared_when_whole(S1, s)] == [CallState.SUSPECT]
+    assert not any(compared_when_whole(S2, s) for s in CallState)
 
 
 @dataclass
@@ -118,14 +128,14 @@ class _Tracked:
 
 def test_whole_calls_go_out_in_order_and_never_before_an_earlier_call():
     first, second, third = (_Tracked(CallState.COLLECTING) for _ in range(3))
-    calls = [_Tracked(CallState.OPEN), first, second, third]
+    calls = [_Tracked(CallState.OPEN), _Tracked(CallState.DROPPED), first, second, third]
     second.whole = True
-    assert whole_calls_due(calls, 0) == ([], 1)  # the first waits: the second must too
+    assert whole_calls_due(calls, 0) == ([], 2)  # the first waits: the second must too
     first.whole = True
-    assert whole_calls_due(calls, 1) == ([first, second], 3)
-    first.state = second.state = CallState.OPEN
-    third.whole = True
-    assert whole_calls_due(calls, 3) == ([third], 4)
+    assert whole_calls_due(calls, 2) == ([first, second], 4)
+    first.state, second.state = CallState.OPEN, CallState.DROPPED
+    third.state, third.whole = CallState.SUSPECT, True
+    assert whole_calls_due(calls, 4) == ([third], 5)
 
 
 def test_a_call_moving_on_releases_every_other_placeholder():
@@ -138,9 +148,9 @@ def _canonical_call_stream() -> bytes:
     opening = {"index": 0, "id": "call_1", "type": "function"}
     entries = [{**opening, "function": {"name": "f", "arguments": ""}}]
     entries += [{"index": 0, "function": {"arguments": text}} for text in ('{"a"', ": 1", "}")]
-    return b"".join(chunk({"tool_calls": [entry]}) for entry in entries) + chunk(
-        {}, finish="tool_calls"
-    )
+    deltas = [{"role": "assistant", "tool_calls": entries[:1]}]
+    deltas += [{"tool_calls": [entry]} for entry in entries[1:]]
+    return b"".join(map(chunk, deltas)) + chunk({}, finish="tool_calls")
 
 
 @pytest.mark.parametrize("table_says_stream", [True, False])

@@ -11,6 +11,8 @@ class NormalizeOptions:
     coalesce: bool = False  #: output form S2 (each call whole in one delta) instead of S1
     dialects: tuple[str, ...] = ()  #: markup dialects (proxy.core.markup) for text; () = off
     extract_from_reasoning: bool = False  #: also look for markup in reasoning text
+    #: drop a call equal to the one right before it (same name, JSON-equal arguments)
+    dedupe_calls: bool = False
     #: cap on what one stream may hold: argument text kept for checking, held calls and text
     #: a dialect holds (counted in characters, a lower bound of their UTF-8 size)
     max_held_bytes: int = 1 << 20

@@ -46,6 +46,7 @@ class Repair(StrEnum):
     # The chunk's envelope (clients.md section 2 rule 2)
     OBJECT_MISSING = "object-missing"  # `object` absent or not "chat.completion.chunk"
     DELTA_MISSING = "delta-missing"  # Q29: a choice without `delta` gets `{}`
+    ROLE_MISSING = "role-missing"  # the first delta of a choice gets `role: "assistant"`
 
     # Termination
     FINISH_STOP_WITH_CALLS = "finish-reason-stop"  # Q23
@@ -63,6 +64,9 @@ class Repair(StrEnum):
     ARGS_PLACEHOLDER = "args-placeholder"  # case m: `"{}"` in front of the real arguments
     EMPTY_ARGUMENTS = "empty-arguments"  # rule 10: a call without argument text gets "{}"
     NAME_MISSING = "name-missing"  # a call ended without a name (taken from the request if it can)
+    # a call equal to the one before it, or a markup call equal to a structured one: counted;
+    # dropped when from markup, or under dedupe_calls (llama.cpp#21882)
+    CALL_DUPLICATED = "call-duplicated"
 
     # Markup in content (Q32) and failing open
     # a call extracted from text; recorded as "markup-in-content:<dialect>" (markup_kind)
@@ -71,9 +75,58 @@ class Repair(StrEnum):
     DIALECT_ERROR = "dialect-error"  # a dialect raised; extraction stopped for the stream
     CAP_REACHED = "cap-reached"  # max_held_bytes reached: the rest of the stream went raw
 
+    # A server's own Messages stream (research/protocols.md section 3 quirks 1-4, section 6;
+    # a missing `event:` line is EVENT_LINE_MISSING below)
+    TOOL_USE_INPUT_MISSING = "tool-use-input-missing"  # quirk 1: llama.cpp PR #22960
+    THINKING_SIGNATURE_MISSING = "thinking-signature-missing"  # quirk 1: llama.cpp#20090
+    EMPTY_FIELD_DROPPED = "empty-field-dropped"  # quirk 2: text, partial_json, usage restored
+    STOP_REASON_EMPTY = "stop-reason-empty"  # quirk 2: "" for null
+    STOP_REASON_NOT_TOOL_USE = "stop-reason-not-tool-use"  # end_turn or "" after tool_use blocks
+    TOOL_INPUT_UNPARSABLE = "tool-input-unparsable"  # a finished turn's tool input is no JSON
+    BLOCK_STOP_MISSING = "block-stop-missing"  # quirk 3: a block never stopped
+    MESSAGE_DELTA_MISSING = "message-delta-missing"  # the stream ended without message_delta
+    MESSAGE_STOP_MISSING = "message-stop-missing"  # quirk 3: ... or without message_stop
+    MESSAGE_START_MISSING = "message-start-missing"  # a block before any message_start
+    MESSAGE_START_REPEATED = "message-start-repeated"  # quirk 4: duplicated or spliced
+    BLOCKS_OVERLAP = "blocks-overlap"  # section 6: a block started before the last one stopped
+    DELTA_AFTER_STOP = "delta-after-stop"  # a delta for a block already stopped: dropped
+
+    # A server's own Responses stream (native mode; research/protocols.md section 2 quirks
+    # "R<n>", section 6 "llama.cpp")
+    SEQUENCE_NUMBER_MISSING = "sequence-number-missing"  # R8, llama.cpp: numbered from 0
+    EVENT_LINE_MISSING = "event-line-missing"  # no `event:` line equal to the type
+    OUTPUT_INDEX_MISSING = "output-index-missing"  # llama.cpp: absent or not the position
+    CONTENT_INDEX_WRONG = "content-index-wrong"  # R5: a new index on every text delta
+    TEXT_FIELDS_MISSING = "text-fields-missing"  # llama.cpp: logprobs, annotations
+    ITEM_ID_MISSING = "item-id-missing"  # R5, R7: an empty or absent item id / item_id
+    ITEM_ID_ROTATING = "item-id-rotating"  # R2: a new item id on every event
+    RESPONSE_ID_ROTATING = "response-id-rotating"  # R2
+    RESPONSE_FIELDS_MISSING = "response-fields-missing"  # R7, llama.cpp: id, created_at, model
+    CREATED_MISSING = "response-created-missing"  # the stream did not open with it
+    CALL_ID_MISSING = "call-id-missing"  # R6: an empty call_id in output_item.added
+    ITEM_ADDED_MISSING = "output-item-added-missing"  # R7: deltas before any added
+    ITEMS_INTERLEAVED = "items-interleaved"  # R10, llama.cpp: an item began before one ended
+    ARGS_ONLY_IN_DONE = "arguments-only-in-done"  # R1: no argument deltas
+    ARGS_DONE_MISSING = "arguments-done-missing"  # llama.cpp: no function_call_arguments.done
+    ITEM_DONE_MISSING = "output-item-done-missing"  # R3
+    OUTPUT_INCOMPLETE = "completed-output-incomplete"  # R3, R7: output lacks streamed items
+    USAGE_MISSING = "usage-missing"  # R7
+    CUT_AS_COMPLETED = "cut-reported-as-completed"  # llama.cpp: a token-limit cut "completed"
+    NONSTANDARD_EVENT = "nonstandard-event"  # R8: detected only, passed through
+    PARALLEL_WRAPPER = "parallel-wrapper"  # R9: detected only, passed through
+
 
 # Kinds that report what was seen without changing a byte (quirks.md's DETECT).
-DETECTED_ONLY: Final = frozenset({Repair.ARGS_NOT_JSON})
+# A repeated call is dropped only from markup (which comes with markup-in-content) or under
+# dedupe_calls; otherwise it is only counted.
+DETECTED_ONLY: Final = frozenset(
+    {
+        Repair.ARGS_NOT_JSON,
+        Repair.CALL_DUPLICATED,
+        Repair.NONSTANDARD_EVENT,
+        Repair.PARALLEL_WRAPPER,
+    }
+)
 
 
 def markup_kind(extractor: Extractor | None, configured: Sequence[str]) -> str:

@@ -50,6 +50,7 @@ def normalize_options(options: UpstreamSettings, settings: Settings) -> Normaliz
         coalesce=options.output == "coalesced",
         dialects=options.dialect_names(),
         extract_from_reasoning=options.extract_from_reasoning,
+        dedupe_calls=options.dedupe_calls,
         max_held_bytes=settings.limits.max_held_bytes,
     )
 

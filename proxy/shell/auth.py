@@ -1,9 +1,10 @@
 """Optional inbound authentication: a client must present one of the configured bearer keys.
 
 When keys are configured (settings ``auth``), every request needs ``Authorization: Bearer
-<key>`` except those routed to the proxy's public endpoints (``/-/health``), which probes call
-without credentials. A missing or wrong key is a 401 in the OpenAI error shape. The key is
-the proxy's, not the upstream's: the handlers never forward it.
+<key>``, or ``x-api-key: <key>`` as Anthropic clients send it, except those routed to the
+proxy's public endpoints (``/-/health``), which probes call without credentials. A missing
+or wrong key is a 401 in the error shape of the client's protocol. The key is the proxy's,
+not the upstream's: the handlers never forward it.
 
 Keys are compared in constant time: each candidate is hashed first, so neither the content
 nor the length of a key shows in the timing, and every configured key is compared, so the
@@ -21,6 +22,8 @@ from aiohttp.typedefs import Handler, Middleware
 
 from proxy.core.errors import UnauthorizedError
 
+API_KEY = "x-api-key"  # the header the Anthropic clients send their key in
+
 
 def _digest(key: str) -> bytes:
     return hashlib.sha256(key.encode()).digest()
@@ -32,10 +35,12 @@ class ClientKeys:
             raise ValueError("client keys must be a non-empty list of non-empty keys")
         self._digests = tuple(_digest(k) for k in keys)
 
-    def accepts(self, authorization: str | None) -> bool:
+    def accepts(self, authorization: str | None, api_key: str | None = None) -> bool:
+        """``Authorization: Bearer <key>``, else ``x-api-key: <key>`` (the Anthropic clients')."""
         scheme, _, token = (authorization or "").strip().partition(" ")
         # No key is empty, so anything but "Bearer <key>" never matches.
-        candidate = _digest(token.strip() if scheme.lower() == "bearer" else "")
+        presented = token.strip() if scheme.lower() == "bearer" else ""
+        candidate = _digest(presented or (api_key or "").strip())
         matched = False
         for digest in self._digests:
             matched |= hmac.compare_digest(digest, candidate)
@@ -48,9 +53,11 @@ def auth_middleware(keys: ClientKeys, public: Collection[Handler]) -> Middleware
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.match_info.handler not in public and not keys.accepts(
-            request.headers.get(hdrs.AUTHORIZATION)
+            request.headers.get(hdrs.AUTHORIZATION), request.headers.get(API_KEY)
         ):
-            raise UnauthorizedError("a valid API key is required: Authorization: Bearer <key>")
+            raise UnauthorizedError(
+                "a valid API key is required: Authorization: Bearer <key> (or x-api-key: <key>)"
+            )
         return await handler(request)
 
     return middleware

@@ -45,9 +45,11 @@ from proxy.shell.app_state import (
 )
 from proxy.shell.bodies import media_type, read_capped
 from proxy.shell.body import ForwardedBody, body_facts, read_body
+from proxy.shell.credentials import apply_credentials
 from proxy.shell.exchange import EXCHANGE
 from proxy.shell.forwarded import set_forwarded
 from proxy.shell.headers import end_to_end
+from proxy.shell.metrics import METRICS
 from proxy.shell.random_ids import new_id_factory
 from proxy.shell.relay import relay
 from proxy.shell.translated import (
@@ -87,17 +89,30 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
     )
     if plan.mode is Mode.LOCAL:
         return local_answer(plan, payload)
+    forwarding = upstream.options.forwarding()
     if plan.mode is Mode.TRANSLATE:
         chat = translate_request(plan, payload)
+        request.app[METRICS].dropped(plan.protocol.name if plan.protocol else "", chat.dropped)
+        forwarding.apply(chat.body)
         with upstream.slots.take():
             async with UpstreamCall(
-                request, state, upstream, orjson.dumps(chat.body), path=plan.upstream_path
+                request,
+                state,
+                upstream,
+                orjson.dumps(chat.body),
+                path=plan.upstream_path,
+                plan=plan,
             ) as resp:
                 return await respond_translated(request, state, upstream, plan, chat, resp)
+    if isinstance(payload, dict):
+        forwarded = dict(payload)  # the client's payload stays as it asked, for the answer
+        if forwarding.apply(forwarded):
+            body = orjson.dumps(forwarded)
+        del forwarded  # no parsed copy is held while the upstream works
     if plan.mode is not Mode.NATIVE:
         payload = None  # a chat completion or passthrough needs only the facts taken from it
     with upstream.slots.take():
-        async with UpstreamCall(request, state, upstream, body) as resp:
+        async with UpstreamCall(request, state, upstream, body, plan=plan) as resp:
             if plan.mode is Mode.NATIVE:
                 return await respond_native(request, state, upstream, plan, payload, resp)
             return await _respond(request, state, upstream, plan, facts.info, resp)
@@ -114,8 +129,10 @@ class UpstreamCall:
         body: bytes | bytearray | None,
         *,
         path: str | None = None,
+        plan: Plan | None = None,
     ) -> None:
         self._request = request
+        self._plan = plan
         self._state = state
         self._upstream = upstream
         self._body = body
@@ -127,7 +144,7 @@ class UpstreamCall:
         # encoded=True: the client's path and query go out byte for byte, never re-normalized.
         target = request.raw_path if self._path is None else self._path
         url = URL(upstream_url(upstream.route.base_url, target), encoded=True)
-        headers = _upstream_headers(request, self._state.settings, upstream)
+        headers = _upstream_headers(request, self._state.settings, upstream, self._plan)
         # No body stays no body: an empty bytes value would add a Content-Length the
         # client never sent.
         data: Any = request.content
@@ -178,14 +195,11 @@ class UpstreamCall:
 
 
 def _upstream_headers(
-    request: web.Request, settings: Settings, upstream: UpstreamConfig
+    request: web.Request, settings: Settings, upstream: UpstreamConfig, plan: Plan | None
 ) -> CIMultiDict[str]:
-    drop = [hdrs.HOST, hdrs.CONTENT_LENGTH, hdrs.EXPECT]
-    if settings.auth.enabled:
-        drop.append(hdrs.AUTHORIZATION)  # the client's key is for the proxy only
-    headers = end_to_end(request.headers, drop=drop)
-    if upstream.authorization is not None:
-        headers[hdrs.AUTHORIZATION] = upstream.authorization  # replaces every client value
+    headers = end_to_end(request.headers, drop=[hdrs.HOST, hdrs.CONTENT_LENGTH, hdrs.EXPECT])
+    # the client's key is for the proxy only when auth is on; the upstream's replaces it
+    apply_credentials(headers, plan, upstream.authorization, auth_enabled=settings.auth.enabled)
     if upstream.options.normalize:
         # A response we may rewrite must arrive uncompressed; others keep the client's choice.
         headers[hdrs.ACCEPT_ENCODING] = "identity"

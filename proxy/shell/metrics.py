@@ -219,6 +219,13 @@ class Metrics:
             ["upstream", "model", "kind"],
             registry=registry,
         )
+        self.translate_dropped = Counter(
+            "toolcall_proxy_translate_dropped",
+            "Request fields and tools a translated request dropped (a chat upstream cannot"
+            " take them), by client protocol and field.",
+            ["protocol", "field"],
+            registry=registry,
+        )
         self.text_tool_calls = Counter(
             "toolcall_proxy_text_tool_calls",
             "Tool calls recovered from markup in the text, by dialect.",
@@ -276,6 +283,12 @@ class Metrics:
         if child is None:
             child = self._children[key] = metric.labels(*labels)
         return cast("_M", child)
+
+    def dropped(self, protocol: str, fields: Iterable[str]) -> None:
+        """Count what a translated request dropped; the names come from the protocol's own
+        closed vocabulary (proxy/core/protocols/responses/dropped.py)."""
+        for name in fields:
+            self._child(self.translate_dropped, protocol, name).inc()
 
     def begin(self, exchange: Exchange) -> None:
         self.live.add(exchange)

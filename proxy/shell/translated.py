@@ -135,10 +135,12 @@ async def respond_native(
     exchange.meter.upstream_headers_at = perf_counter()
     kind = media_type(resp)
     rewritable = resp.status == 200 and hdrs.CONTENT_ENCODING not in resp.headers
+    # markup in the server's own text is recovered with the dialects the upstream enables
+    dialects = upstream.normalize.dialects if upstream.normalize is not None else ()
     if rewritable and kind == _JSON:
         body, complete = await read_capped(resp, state.settings.limits.max_response_body_bytes)
         if complete:
-            fixed, repairs = protocol.native_completion(body, payload)
+            fixed, repairs = protocol.native_completion(body, payload, dialects)
             exchange.completion_rewritten(resp.status, repairs)
             answer = web.Response(status=resp.status, reason=resp.reason, body=fixed)
             answer.headers.extend(end_to_end(resp.headers, drop=(hdrs.CONTENT_LENGTH,)))
@@ -146,7 +148,7 @@ async def respond_native(
             return answer
         return await _passthrough(request, state, upstream, resp, head=body)
     if rewritable and kind == _SSE:
-        stream = protocol.native(new_id_factory(), payload)
+        stream = protocol.native(new_id_factory(), payload, dialects)
         response = await _start_stream(request, resp)
         exchange.response_started(200, streaming=True, repair_source=stream)
         return await relay(

@@ -80,4 +80,25 @@ def opencode(base_url: str, home: Path) -> Invocation:
     return Invocation([str(NODE_BIN / "opencode"), "run", "--format", "json", PROMPT], env)
 
 
-AGENTS: Final[dict[str, Callable[[str, Path], Invocation]]] = {"opencode": opencode}
+def claude_code(base_url: str, home: Path) -> Invocation:
+    """Claude Code speaks the Messages API (``ANTHROPIC_BASE_URL``); ``--allowedTools Bash``
+    lets it run the call without ``--dangerously-skip-permissions``, which root may not use."""
+    env = _base_env(home)
+    env["CLAUDE_CONFIG_DIR"] = str(home / ".claude")
+    env["ANTHROPIC_BASE_URL"] = base_url
+    env["ANTHROPIC_API_KEY"] = "sk-ant-dummy"
+    for flag in (
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+        "DISABLE_AUTOUPDATER",
+        "DISABLE_TELEMETRY",
+        "DISABLE_ERROR_REPORTING",
+    ):
+        env[flag] = "1"
+    argv = [str(NODE_BIN / "claude"), "-p", PROMPT, "--output-format", "json"]
+    return Invocation([*argv, "--allowedTools", "Bash"], env)
+
+
+AGENTS: Final[dict[str, Callable[[str, Path], Invocation]]] = {
+    "opencode": opencode,
+    "claude-code": claude_code,
+}

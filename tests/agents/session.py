@@ -57,6 +57,7 @@ def run(agent: str, shape: str, via: str) -> dict[str, object]:
             "stdout": out[-6000:],
             "stderr": err[-3000:],
             "requests": len(up.requests),
+            "bodies": up.requests,
             "tool_results": up.tool_results(),
             "proxy_log": log,
         }

@@ -132,12 +132,27 @@ def _qwen3_coder(name: str, args: dict[str, Any]) -> list[Chunk]:
     return _text(f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>")
 
 
+def _gemma4(name: str, args: dict[str, Any]) -> list[Chunk]:
+    """Gemma 4's call syntax left in the content: bare keys, strings between <|"|>."""
+
+    def value(v: Any) -> str:
+        if isinstance(v, str):
+            return f'<|"|>{v}<|"|>'
+        if isinstance(v, list):
+            return "[" + ",".join(value(x) for x in v) + "]"
+        return json.dumps(v)
+
+    body = ",".join(f"{key}:{value(v)}" for key, v in args.items())
+    return _text(f"<|tool_call>call:{name}{{{body}}}<tool_call|>")
+
+
 SHAPES: Final[dict[str, Callable[[str, dict[str, Any]], list[Chunk]]]] = {
     "canonical": _canonical,
     "llamacpp-old": _llamacpp_old,
     "hermes": _hermes,
     "qwen3-coder": _qwen3_coder,
     "object-arguments": _object_arguments,
+    "gemma4": _gemma4,
 }
 
 

@@ -26,6 +26,12 @@ value (COMPLETE) or the choice ends (END); then it goes out whole. OPEN means th
 is out; later text becomes continuation deltas. END comes when the choice finishes, the
 stream ends, or (for a held placeholder) another call of the same choice moves on.
 
+A call that may repeat one already in the choice (the call before it under ``dedupe_calls``,
+or a structured call when it comes from markup) is a SUSPECT once named: held in both forms
+until its arguments end (COMPLETE or END), then compared once. DUPLICATE drops it for good
+(DROPPED; nothing of it reaches the client, its text is reported as dropped); otherwise it
+opens as a late name does (S1: the opening with ``""``, then the arguments; S2: whole).
+
 Each table is total over its form's states and every input (tests/test_toolcall_state.py
 checks that), so a missing entry can only be a bug in this file; :func:`transition` then
 raises :class:`NormalizerError` naming the pair.
@@ -45,6 +51,8 @@ class CallState(Enum):
     PLACEHOLDER = auto()  #: S1: the opening with arguments "{}" is held
     COLLECTING = auto()  #: S2: named, held until whole
     OPEN = auto()  #: the opening delta has been sent
+    SUSPECT = auto()  #: named, held until its arguments end: it may repeat an earlier call
+    DROPPED = auto()  #: a repeat of an earlier call, dropped; so is whatever follows it
 
 
 class CallInput(Enum):
@@ -53,8 +61,10 @@ class CallInput(Enum):
     NAMED_PARTIAL = auto()  #: ... with the beginning of the arguments
     NAMED_WHOLE = auto()  #: ... with complete arguments
     NAMED_PLACEHOLDER = auto()  #: ... with arguments that are exactly an empty object
+    NAMED_SUSPECT = auto()  #: the name of a call that may repeat an earlier one
     COMPLETE = auto()  #: S2: the collected arguments now form a complete JSON value
     END = auto()  #: the choice finished, the stream ended, or another call moved on
+    DUPLICATE = auto()  #: a suspect's arguments ended equal to those of the call it may repeat
 
 
 class Action(Enum):
@@ -72,6 +82,7 @@ class Action(Enum):
     COLLECT = auto()  #: S2: keep the text
     SEND_WHOLE = auto()  #: S2: send the whole call in one delta
     FALLBACK_WHOLE = auto()  #: S2: the name never came: send the whole call as held
+    DROP = auto()  #: drop what the call holds and the entry's text (reported as dropped)
 
 
 Table = dict[tuple[CallState, CallInput], tuple[CallState, Action]]
@@ -82,9 +93,24 @@ _NAMED: Final = (
     CallInput.NAMED_WHOLE,
     CallInput.NAMED_PLACEHOLDER,
 )
-_TEXT: Final = (CallInput.ARGS, *_NAMED)  # for a named call a name is no news: only text
+_TEXT: Final = (CallInput.ARGS, *_NAMED, CallInput.NAMED_SUSPECT)  # a name is no news: text
 
-NAMELESS, PLACEHOLDER, COLLECTING, OPEN = CallState
+NAMELESS, PLACEHOLDER, COLLECTING, OPEN, SUSPECT, DROPPED = CallState
+
+# Only a SUSPECT can be a DUPLICATE (chat/call_driver.py compares nothing else); the other states
+# ignore the input, which keeps the tables total.
+_NOT_SUSPECT: Final = {
+    (state, CallInput.DUPLICATE): (state, Action.NOTHING)
+    for state in (NAMELESS, PLACEHOLDER, COLLECTING, OPEN)
+}
+
+# Shared by both forms: a suspect collects until its arguments end; a dropped call drops.
+_SUSPECTS: Final[Table] = {
+    (NAMELESS, CallInput.NAMED_SUSPECT): (SUSPECT, Action.COLLECT),
+    **{(SUSPECT, i): (SUSPECT, Action.COLLECT) for i in _TEXT},
+    (SUSPECT, CallInput.DUPLICATE): (DROPPED, Action.DROP),
+    **{(DROPPED, i): (DROPPED, Action.DROP) for i in CallInput},
+}
 
 # S1, the streamed form (clients.md section 2, rules 6-11).
 S1: Final[Table] = {
@@ -101,6 +127,10 @@ S1: Final[Table] = {
     **{(OPEN, i): (OPEN, Action.SEND_ARGS) for i in _TEXT},
     (OPEN, CallInput.COMPLETE): (OPEN, Action.NOTHING),
     (OPEN, CallInput.END): (OPEN, Action.CLOSE_ARGS),
+    **{k: v for k, v in _NOT_SUSPECT.items() if k[0] is not COLLECTING},
+    **_SUSPECTS,
+    (SUSPECT, CallInput.COMPLETE): (OPEN, Action.OPEN_SPLIT),
+    (SUSPECT, CallInput.END): (OPEN, Action.OPEN_SPLIT),
 }
 
 # S2, the coalesced form: each call whole in one delta.
@@ -115,10 +145,14 @@ S2: Final[Table] = {
     **{(OPEN, i): (OPEN, Action.SEND_ARGS) for i in _TEXT},
     (OPEN, CallInput.COMPLETE): (OPEN, Action.NOTHING),
     (OPEN, CallInput.END): (OPEN, Action.CLOSE_ARGS),
+    **{k: v for k, v in _NOT_SUSPECT.items() if k[0] is not PLACEHOLDER},
+    **_SUSPECTS,
+    (SUSPECT, CallInput.COMPLETE): (OPEN, Action.SEND_WHOLE),
+    (SUSPECT, CallInput.END): (OPEN, Action.SEND_WHOLE),
 }
 
-S1_STATES: Final = (NAMELESS, PLACEHOLDER, OPEN)
-S2_STATES: Final = (NAMELESS, COLLECTING, OPEN)
+S1_STATES: Final = (NAMELESS, PLACEHOLDER, OPEN, SUSPECT, DROPPED)
+S2_STATES: Final = (NAMELESS, COLLECTING, OPEN, SUSPECT, DROPPED)
 
 
 def transition(table: Table, state: CallState, event: CallInput) -> tuple[CallState, Action]:
@@ -167,10 +201,16 @@ def replaces_placeholder(text: str) -> bool:
     return text.lstrip().startswith("{")
 
 
-def placeholder_after(event: CallInput, placeholder: bool, text: str) -> tuple[bool, bool]:
-    """S2 (COLLECT): whether the collected text is still only a ``{}`` placeholder after
-    ``event`` brought ``text``, and whether the placeholder is to be dropped."""
-    if event is CallInput.NAMED_PLACEHOLDER:
+SETTLED: Final = (OPEN, DROPPED)  #: nothing more of the call is held
+COLLECTED: Final = (COLLECTING, SUSPECT)  #: held until the arguments are whole
+ARGS_END: Final = (CallInput.COMPLETE, CallInput.END)  #: a suspect is compared on these
+
+
+def placeholder_after(names_placeholder: bool, placeholder: bool, text: str) -> tuple[bool, bool]:
+    """COLLECT: whether the collected text is still only a ``{}`` placeholder after an entry
+    brought ``text`` (``names_placeholder``: the entry named the call with exactly ``{}``),
+    and whether the placeholder is to be dropped."""
+    if names_placeholder:
         return True, False
     if placeholder and text:
         return False, replaces_placeholder(text)
@@ -179,15 +219,21 @@ def placeholder_after(event: CallInput, placeholder: bool, text: str) -> tuple[b
 
 def may_become_whole(state: CallState, placeholder: bool) -> bool:
     """S2: whether a call whose kept text now ends a complete JSON value is whole (the driver
-    then sends the calls that are due, ``whole_calls_due``). A placeholder is not: the real
-    arguments may follow it. Markup closing a call makes it whole the same way."""
-    return state is COLLECTING and not placeholder
+    then sends the calls that are due, ``whole_calls_due``, or compares a suspect at once,
+    ``compared_when_whole``). A placeholder is not: the real arguments may follow it."""
+    return state in COLLECTED and not placeholder
 
 
-def closes_whole(state: CallState) -> bool:
+def compared_when_whole(table: Table, state: CallState) -> bool:
+    """Whether a call that just became whole gets COMPLETE at once: an S1 suspect (compared,
+    then opened or dropped); in S2 every whole call waits its turn (``whole_calls_due``)."""
+    return state is SUSPECT and table is S1
+
+
+def closes_whole(table: Table, state: CallState) -> bool:
     """Whether the end of a call's arguments in the markup (its block closed) makes it whole,
-    as in S2 a collecting call is; a call in any other state gets END."""
-    return state is COLLECTING
+    as in S2 a collected call is; a call in any other state gets END."""
+    return table is S2 and state in COLLECTED
 
 
 class _Collected(Protocol):
@@ -202,19 +248,19 @@ T = TypeVar("T")
 def whole_calls_due(calls: Sequence[C], unsent: int) -> tuple[list[C], int]:
     """S2: the calls that now go out whole (each gets COMPLETE, in order), and the first call
     still unsent. Calls go out whole as soon as they are, but never before an earlier call;
-    ``unsent`` is the first call not yet OPEN, so that no delta scans the calls before it."""
+    ``unsent`` is the first call not yet settled, so that no delta scans the calls before it."""
     due: list[C] = []
     while unsent < len(calls):
         call = calls[unsent]
-        if call.state is not OPEN:
-            if call.state is not COLLECTING or not call.whole:
+        if call.state not in SETTLED:
+            if call.state not in COLLECTED or not call.whole:
                 break
             due.append(call)
         unsent += 1
     return due, unsent
 
 
-def released_by(call: T, placeholders: Iterable[T]) -> list[T]:
-    """S1: the held placeholders that go out as they are (END) once ``call`` moves on: those
-    of every other call of the choice."""
-    return [held for held in placeholders if held is not call]
+def released_by(call: T, held: Iterable[T]) -> list[T]:
+    """The held calls that get END once ``call`` moves on: every other of the choice's held
+    placeholders (S1: sent as they are) or suspects (their arguments have ended)."""
+    return [other for other in held if other is not call]

@@ -50,7 +50,9 @@ class ClientProtocol:
     to_chat: Callable[[JSONObject], ChatRequest]  #: raises ClientRequestError for a 400
     encoder: Callable[[object, Callable[[], str], bool], Encoder]  #: (context, new_id, stream)
     error_body: Callable[[int, str], bytes]  #: (status, message) -> the protocol's error JSON
-    native: Callable[[Callable[[], str], object], NativeStream]  #: (new_id, request body)
-    native_completion: Callable[[bytes, object], tuple[bytes, Counter[str]]]
+    #: (new_id, request body, the upstream's markup dialects)
+    native: Callable[[Callable[[], str], object, tuple[str, ...]], NativeStream]
+    #: (body, request body, the upstream's markup dialects)
+    native_completion: Callable[[bytes, object, tuple[str, ...]], tuple[bytes, Counter[str]]]
     #: path suffix -> an answer the proxy gives itself in translate mode (count_tokens)
     local: dict[str, Callable[[JSONObject], JSONObject]] = field(default_factory=dict)

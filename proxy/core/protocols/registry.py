@@ -6,6 +6,10 @@ and is named here, nowhere else.
 
 from __future__ import annotations
 
+from proxy.core.protocols import messages, responses
 from proxy.core.protocols.base import ClientProtocol
 
-CLIENT_PROTOCOLS: dict[str, ClientProtocol] = {}
+CLIENT_PROTOCOLS: dict[str, ClientProtocol] = {
+    "responses": responses.PROTOCOL,
+    "messages": messages.PROTOCOL,
+}

@@ -9,6 +9,7 @@ kept on the call (``Call.streams``).
 from __future__ import annotations
 
 from proxy.core.calls.state import (
+    ARGS_END,
     FALLBACK_OPENING,
     Action,
     CallInput,
@@ -23,10 +24,23 @@ from proxy.core.protocols.chat.argtext import ArgText
 from proxy.core.protocols.chat.call_pieces import CallPieces
 from proxy.core.protocols.chat.chunks import INVALID, JSONObject, complete_json
 from proxy.core.protocols.chat.pieces import HELD, Call, Sink
+from proxy.core.protocols.chat.repeats import repeats
 from proxy.core.repairs import Repair
 
 
 class CallDriver(CallPieces):
+    def _naming(self, call: Call, text: str) -> CallInput:
+        """The input of the entry that names ``call``, with argument ``text``: a suspect if
+        it may repeat an earlier call; else by the argument text known. Entries held before
+        the name (vmlx sends an opening with an empty name) make even complete arguments an
+        opening with ``""`` and the arguments apart: only a call in a single delta with
+        nothing before it goes out whole (Groq)."""
+        call.rivals = self._repeats.rivals(self._calls, call)
+        if call.rivals:
+            return CallInput.NAMED_SUSPECT
+        event = opening_input(call.text() + text)
+        return CallInput.NAMED_PARTIAL if event is CallInput.NAMED_WHOLE and call.waited else event
+
     def _send_whole_calls(self, sink: Sink) -> None:
         """S2: send the calls that are due whole (``whole_calls_due``)."""
         due, self._unsent = whole_calls_due(self._calls, self._unsent)
@@ -34,8 +48,11 @@ class CallDriver(CallPieces):
             self._input(call, CallInput.COMPLETE, "", sink)
 
     def _release_others(self, call: Call, sink: Sink) -> None:
-        """A held placeholder goes out as it is once another call of the choice moves on."""
+        """A held placeholder goes out as it is once another call of the choice moves on, and
+        a suspect's arguments end (``released_by``)."""
         for other in released_by(call, self._placeholders):
+            self._input(other, CallInput.END, "", sink)
+        for other in released_by(call, self._suspects):
             self._input(other, CallInput.END, "", sink)
 
     def _input(
@@ -48,11 +65,18 @@ class CallDriver(CallPieces):
         complete: bool = True,
         extras: tuple[JSONObject, JSONObject] | None = None,
     ) -> None:
+        if call.state is CallState.SUSPECT and event in ARGS_END and repeats(call):
+            self._record(Repair.CALL_DUPLICATED)
+            event = CallInput.DUPLICATE
         state, action = transition(self._table, call.state, event)
         if state is CallState.PLACEHOLDER:
             self._placeholders[call] = None
         elif call.state is CallState.PLACEHOLDER:
             del self._placeholders[call]
+        if state is CallState.SUSPECT:
+            self._suspects[call] = None
+        elif call.state is CallState.SUSPECT:
+            del self._suspects[call]
         call.state = state
         call.streams = state in self._streams
         if state in HELD:
@@ -73,6 +97,15 @@ class CallDriver(CallPieces):
                 self._open(call, action, sink)
                 if action is Action.OPEN_SPLIT and text:
                     self._record(Repair.ARGS_IN_FIRST_DELTA)
+                if event is CallInput.END and complete and call.args_len == 0:  # a suspect
+                    self._record(Repair.EMPTY_ARGUMENTS)
+                    self._send_args(call, "{}", sink, None)
+            case Action.DROP:
+                self._keep(call, text)
+                if call.args:
+                    self._s.dropped.append(call.text())
+                    self._s.held -= len(call.args)
+                    call.args = ArgText()
             case Action.HOLD_OPENING:
                 self._keep(call, text)
                 call.placeholder = self._opening(call, call.text())
@@ -132,7 +165,13 @@ class CallDriver(CallPieces):
         if extras is not None:
             call.extras.update(extras[0])
             call.fn_extras.update(extras[1])
-        call.placeholder_args, drop = placeholder_after(event, call.placeholder_args, text)
+        names_placeholder = event is CallInput.NAMED_PLACEHOLDER or (
+            event is CallInput.NAMED_SUSPECT
+            and opening_input(call.text() + text) is CallInput.NAMED_PLACEHOLDER
+        )
+        call.placeholder_args, drop = placeholder_after(
+            names_placeholder, call.placeholder_args, text
+        )
         if drop:
             self._drop_placeholder(call)
         self._keep(call, text)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from proxy.core.calls.state import CallInput, CallState, may_become_whole
-from proxy.core.protocols.chat.call_driver import CallDriver, opening_input
+from proxy.core.calls.state import CallInput, CallState, compared_when_whole, may_become_whole
+from proxy.core.protocols.chat.call_driver import CallDriver
 from proxy.core.protocols.chat.chunks import INVALID, complete_json
 from proxy.core.protocols.chat.pieces import Call, Sink
 from proxy.core.protocols.chat.tooldelta import ToolDelta
@@ -143,11 +143,14 @@ class CallMatching(CallDriver):
                 call.name = td.name
                 if call.waited:
                     self._record(Repair.NAME_AFTER_ARGS)
-                self._input(call, opening_input(call.text() + td.args), td.args, sink)
+                self._input(call, self._naming(call, td.args), td.args, sink)
         if (
             may_become_whole(call.state, call.placeholder_args)
             and td.args.rstrip()[-1:] in ("}", "]")
             and call.args.complete() is not INVALID
         ):
             call.whole = True
-            self._send_whole_calls(sink)
+            if compared_when_whole(self._table, call.state):
+                self._input(call, CallInput.COMPLETE, "", sink)
+            else:
+                self._send_whole_calls(sink)

@@ -6,7 +6,9 @@ delta each); chat/normalize.py wraps pieces into chunks. What it does, in order,
 1. Text fields go through the dialect extractor when markup extraction is on (Q32,
    chat/markup_bridge.py).
 2. Each ``tool_calls`` entry is matched to a call and fed to the call's state machine
-   (chat/call_matching.py, chat/call_driver.py, proxy/core/calls/state.py).
+   (chat/call_matching.py, chat/call_driver.py, proxy/core/calls/state.py). A call that may
+   repeat an earlier one (chat/repeats.py) is held as a SUSPECT until its arguments end,
+   then dropped if it does; markup is still extracted after structured calls.
 3. A finish reason ends every call and is corrected (chat/finish.py).
 
 The layers it is built of, one job each, are listed in chat/choice_base.py. A piece keeps
@@ -20,7 +22,7 @@ from typing import Final
 
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.chat.finish import Finishing
-from proxy.core.protocols.chat.pieces import Piece, Sink
+from proxy.core.protocols.chat.pieces import HELD, Piece, Sink
 from proxy.core.protocols.chat.tooldelta import ToolDelta
 from proxy.core.repairs import Repair
 
@@ -48,8 +50,9 @@ class ChoiceNormalizer(Finishing):
                 entries, found = tool
                 for repair in found:
                     self._record(repair)
-                if entries:
-                    self._stop_extracting(sink)
+                # markup after structured calls is still extracted (llama.cpp parses the
+                # first call and leaves the next as text); a copy of a structured call is
+                # dropped instead (chat/repeats.py)
                 self._entries(entries, sink)
         finish = self._read_finish(choice.get("finish_reason"))
         if finish is not None:
@@ -68,9 +71,10 @@ class ChoiceNormalizer(Finishing):
         if head is None:  # no delta at all (Q29), or not an object: keep it as it is
             return own or [Piece(self._source, self._choice, None)]
         if not own:
-            if head and not _has_text(head) and sink.holding:
+            held = [call for call in sink.holding if call.state in HELD]  # not DROPPED
+            if head and not _has_text(head) and held:
                 # the delta's role and such wait for the opening of the call they came with
-                call = sink.holding[0]
+                call = held[0]
                 call.head = head
                 if call.placeholder is not None and call.placeholder.delta is not None:
                     call.placeholder.delta = {**head, **call.placeholder.delta}

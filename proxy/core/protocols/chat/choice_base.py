@@ -21,6 +21,7 @@ from proxy.core.calls.state import S1, S1_STREAMS, S2, S2_STREAMS, CallState, Ta
 from proxy.core.markup.base import Extractor
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.chat.pieces import Call, Source, StreamContext
+from proxy.core.protocols.chat.repeats import Repeats
 from proxy.core.repairs import Repair
 
 
@@ -36,6 +37,8 @@ class ChoiceBase:
         # right after the others were released), and the first call S2 has not sent whole
         # (every call before it is OPEN, which a call stays).
         self._placeholders: dict[Call, None] = {}
+        self._suspects: dict[Call, None] = {}  # held until their arguments end (SUSPECT)
+        self._repeats = Repeats(dedupe=stream.dedupe)
         self._unsent = 0
         self._by_key: dict[int | str, Call] = {}
         self._by_id: dict[str, Call] = {}

@@ -71,6 +71,9 @@ class Finishing(HotPaths):
         self._stop_extracting(sink)
         for call in self._calls:
             self._input(call, CallInput.END, "", sink, complete=complete)
+        for _ in range(self._repeats.count(self._calls)):
+            self._record(Repair.CALL_DUPLICATED)
+        for call in self._calls:
             if call.args:
                 if complete and call.args.complete() is INVALID:
                     self._record(Repair.ARGS_NOT_JSON)  # Q18: seen, not repairable

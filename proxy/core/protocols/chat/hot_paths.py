@@ -56,9 +56,9 @@ class HotPaths(MarkupBridge):
             call is None
             or not call.streams  # the table: its arguments are not sent as they come
             or call.index != key
-            or self._extracting
             or complete_json(text) is not INVALID  # maybe a re-sent copy (Q17)
             or self._placeholders
+            or self._suspects  # another call moving on settles them (``_release_others``)
         ):
             return None
         return call

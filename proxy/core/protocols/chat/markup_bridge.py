@@ -76,7 +76,7 @@ class MarkupBridge(CallMatching):
                     self._markup_call[key] = call
                     self._release_others(call, sink)
                     call.name = name
-                    self._input(call, CallInput.NAMED_EMPTY, "", sink)
+                    self._input(call, self._naming(call, ""), "", sink)
                 case CallArgs(text=text):
                     if call is not None and text:
                         self._input(call, CallInput.ARGS, text, sink)
@@ -85,7 +85,7 @@ class MarkupBridge(CallMatching):
                 case CallClose(error=error):
                     if error is not None:
                         self._record(Repair.MARKUP_BROKEN)
-                    if call is not None and closes_whole(call.state):
+                    if call is not None and closes_whole(self._table, call.state):
                         call.whole = True
                         self._send_whole_calls(sink)
                     elif call is not None:
@@ -93,8 +93,7 @@ class MarkupBridge(CallMatching):
                     self._markup_call[key] = None
 
     def _stop_extracting(self, sink: Sink) -> None:
-        """Close the extractors: the end of the choice, or structured calls arrived (Q32 is
-        for upstreams whose parser is off, and a second copy of a call must not appear)."""
+        """Close the extractors: the end of the choice."""
         self._extracting = False
         for key, extractor in self._extractors.items():
             if extractor is None:

@@ -96,6 +96,7 @@ class StreamNormalizer:
             tools=request.tools,
             fallback_name=request.fallback_name,
             ids=IdPool(new_id),
+            dedupe=options.dedupe_calls,
         )
         self.repairs: Counter[str] = self._ctx.repairs
         self.dropped_arguments: list[str] = self._ctx.dropped
@@ -112,6 +113,12 @@ class StreamNormalizer:
         self._closed = False
         self._repeat: ShapeRepeat | None = None  # the latest chunk that took a hot path
         self._markup: MarkupRepeat | None = None  # the latest that took the markup one
+        # openai-node's finalChatCompletion() throws without a role on a choice's first delta.
+        # Given only where the proxy rewrites (the request offered tools): a stream without
+        # tools goes out as it came. Until a first delta that carries anything was parsed,
+        # the byte checks that send a chunk as it came are off.
+        self._roles_due = bool(request.tools)
+        self._roles_seen: set[int] = set()  # the choices whose first delta was looked at
 
     @property
     def gave_up(self) -> bool:
@@ -134,7 +141,7 @@ class StreamNormalizer:
         of the whole only if true of every event, or chunks repeating the shape of one that
         took a hot path (one event at a time for markup arguments, whose extractor moves on
         with each). The caller does not feed the read after this."""
-        if self._queue or b"[DONE]" in data:
+        if self._queue or self._roles_due or b"[DONE]" in data:
             return None
         # the markup path is asked first: its chunks would fail the others' checks anyway
         if self._raw:
@@ -178,7 +185,11 @@ class StreamNormalizer:
                 return self._send([sent])
             if self._repeat is not None and self._repeat.take(data):
                 return self._send([item.raw])
-        if self._interesting.search(data) is None and not envelope_unsure(data):
+        if (
+            not self._roles_due
+            and self._interesting.search(data) is None
+            and not envelope_unsure(data)
+        ):
             return self._send([item.raw])
         return self._chunk(item, data)
 
@@ -261,12 +272,31 @@ class StreamNormalizer:
             chunk["object"] = "chat.completion.chunk"
             self.repairs[Repair.OBJECT_MISSING] += 1
             changed = True
-        for choice in cast("list[JSONObject]", choices):
+        for position, choice in enumerate(cast("list[JSONObject]", choices)):
             if "delta" not in choice:
                 choice["delta"] = {}
                 self.repairs[Repair.DELTA_MISSING] += 1
                 changed = True
+            if self._roles_due and self._role_missing(choice, position):
+                choice["delta"] = {"role": "assistant", **choice["delta"]}
+                self.repairs[Repair.ROLE_MISSING] += 1
+                changed = True
+        if self._roles_seen:
+            self._roles_due = False
         return changed
+
+    def _role_missing(self, choice: JSONObject, position: int) -> bool:
+        """Whether the first delta of a choice that carries anything lacks ``role`` (S1 and S2
+        alike). An empty delta is no first delta: the proxy itself sends one when it holds a
+        chunk's call and role but must send its usage. Choices that first appear after the
+        first such delta are not looked at (they pass the byte checks)."""
+        index = choice.get("index")
+        key = index if isinstance(index, int) and not isinstance(index, bool) else position
+        delta = choice.get("delta")
+        if key in self._roles_seen or not isinstance(delta, dict) or not delta:
+            return False
+        self._roles_seen.add(key)
+        return "role" not in delta
 
     def _send(self, out: list[bytes], slots: list[Slot] | None = None) -> list[bytes]:
         """Output in the upstream's order: whatever comes after a held call waits behind it."""

@@ -48,6 +48,7 @@ class StreamContext:
     tools: list[JSONObject]
     fallback_name: str | None  #: the name a nameless call must have, from the request
     ids: IdPool
+    dedupe: bool = False  #: drop a call equal to the one before it (dedupe_calls)
     repairs: Counter[str] = field(default_factory=Counter)
     dropped: list[str] = field(default_factory=list)
     held: int = 0  #: characters held or kept for checking, across the stream
@@ -79,6 +80,8 @@ class Call:
     fn_extras: JSONObject = field(default_factory=dict)
     slot: Slot | None = None  #: where the call's held output goes, once its chunk is done
     head: JSONObject | None = None  #: the other delta fields of a chunk that held the call
+    #: a SUSPECT: the earlier calls it is dropped for repeating, if its arguments equal theirs
+    rivals: tuple[Call, ...] = ()
 
     def text(self) -> str:
         return self.args.text()
@@ -92,7 +95,12 @@ class Slot:
     done: bool = False
 
 
-HELD: Final = (CallState.NAMELESS, CallState.PLACEHOLDER, CallState.COLLECTING)
+HELD: Final = (
+    CallState.NAMELESS,
+    CallState.PLACEHOLDER,
+    CallState.COLLECTING,
+    CallState.SUSPECT,
+)
 
 
 class Sink:

@@ -1,0 +1,59 @@
+"""The Anthropic Messages API (``POST /v1/messages``) as a client protocol.
+
+translate: request.py maps the request to Chat Completions, encode.py writes the neutral
+events of the repaired chat stream as Messages events. native: native.py repairs a server's
+own Messages stream in place (native_completion.py its non-streamed Message). errors.py is the
+error shape, count.py the ``count_tokens`` answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections import Counter
+from collections.abc import Callable
+
+from proxy.core.protocols.base import ChatRequest, ClientProtocol
+from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.protocols.messages.count import count_tokens
+from proxy.core.protocols.messages.encode import MessagesEncoder
+from proxy.core.protocols.messages.errors import error_body
+from proxy.core.protocols.messages.native import NativeMessages
+from proxy.core.protocols.messages.native_completion import repair_message
+from proxy.core.protocols.messages.request import MessagesContext, translate_request
+
+
+def to_chat(body: JSONObject) -> ChatRequest:
+    translated = translate_request(body)
+    return ChatRequest(translated.body, translated.context, translated.dropped)
+
+
+def encoder(context: object, new_id: Callable[[], str], stream: bool) -> MessagesEncoder:
+    assert isinstance(context, MessagesContext)
+    return MessagesEncoder(context, new_id)
+
+
+def native(new_id: Callable[[], str], request: object, dialects: tuple[str, ...]) -> NativeMessages:
+    return NativeMessages(new_id, request, dialects=dialects)
+
+
+def native_completion(
+    body: bytes, request: object, dialects: tuple[str, ...]
+) -> tuple[bytes, Counter[str]]:
+    # this entry point gets no id factory: ids of calls cut out of markup are the body's
+    # digest and a counter, unique across responses as long as their bodies differ
+    digest = hashlib.sha256(body).hexdigest()[:12]
+    counter = itertools.count(1)
+    return repair_message(body, request, lambda: f"{digest}{next(counter)}", dialects=dialects)
+
+
+PROTOCOL = ClientProtocol(
+    name="messages",
+    path_suffix="/messages",
+    to_chat=to_chat,
+    encoder=encoder,
+    error_body=error_body,
+    native=native,
+    native_completion=native_completion,
+    local={"/count_tokens": count_tokens},
+)

@@ -1,0 +1,72 @@
+"""The whole Message object, accumulated from the Messages events the encoder writes.
+
+Non-streaming answers are the streaming events folded up, so both forms say the same thing.
+A tool input is parsed once, when its block stops (the fragments are kept in a list so each
+delta costs the same); input that is not a JSON object stays visible as ``{}`` and the
+message's ``stop_reason`` says ``max_tokens`` (the cut the encoder saw).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from proxy.core.protocols.chat.chunks import JSONObject
+
+
+class MessageAccumulator:
+    def __init__(self) -> None:
+        self.message: JSONObject = {}
+        self._pieces: dict[int, list[str]] = {}
+        self.unparsed_input = False
+
+    def feed(self, event: JSONObject) -> None:
+        kind = event["type"]
+        if kind == "message_start":
+            self.message = dict(event["message"])
+            self.message["content"] = []
+        elif kind == "content_block_start":
+            self.message["content"].append(dict(event["content_block"]))
+            self._pieces[event["index"]] = []
+        elif kind == "content_block_delta":
+            self._delta(event["index"], event["delta"])
+        elif kind == "content_block_stop":
+            self._stop(event["index"])
+        elif kind == "message_delta":
+            self.message.update(event["delta"])
+            self.message["usage"] = {**self.message.get("usage", {}), **event["usage"]}
+
+    def _delta(self, index: int, delta: JSONObject) -> None:
+        block = self.message["content"][index]
+        kind = delta["type"]
+        if kind == "input_json_delta":
+            self._pieces[index].append(delta["partial_json"])
+        elif kind == "text_delta":
+            self._pieces[index].append(delta["text"])
+        elif kind == "thinking_delta":
+            self._pieces[index].append(delta["thinking"])
+        elif kind == "signature_delta":
+            block["signature"] = block.get("signature", "") + delta["signature"]
+
+    def _stop(self, index: int) -> None:
+        block = self.message["content"][index]
+        text = "".join(self._pieces.pop(index, []))
+        if block["type"] == "tool_use":
+            block["input"] = self._input(text)
+        elif block["type"] == "text":
+            block["text"] = block.get("text", "") + text
+        elif block["type"] == "thinking":
+            block["thinking"] = block.get("thinking", "") + text
+
+    def _input(self, text: str) -> Any:
+        if not text:
+            return {}
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            return value
+        self.unparsed_input = True
+        return {}

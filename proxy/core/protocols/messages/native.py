@@ -1,0 +1,393 @@
+"""A server's own ``/v1/messages`` stream, repaired in place (native mode).
+
+Events that need nothing go out as the very bytes that came (a canonical stream comes out
+byte-identical); a repaired or inserted event is written as compact JSON, the original keys in
+their places and restored ones after them. What is repaired (each a kind of
+proxy/core/repairs.py; research/protocols.md section 3 quirks 1-4 and section 6):
+
+* empty fields a server or gateway dropped: ``input: {}`` of a tool_use start (llama.cpp),
+  ``text``/``partial_json``/``signature``, usage counts; ``stop_reason: ""``;
+* overlapping blocks (llama.cpp stops every block at the end): a text or thinking block, or a
+  tool block whose input is a complete JSON object, is stopped when the next block starts, and
+  its own late stop is dropped; a tool block whose input is still growing holds the later
+  events, in order, until it stops or its input completes;
+* a block never stopped, a missing ``message_delta``/``message_stop`` (at a clean end only);
+* ``stop_reason`` ``""``/``end_turn`` after tool_use blocks -> ``tool_use``; a finished turn
+  whose tool input does not parse -> ``max_tokens``;
+* a second ``message_start`` (duplicated, or a second generation spliced in): dropped, the
+  open block stopped, and the new generation's blocks numbered after the first's;
+* tool-call markup in a ``text_delta`` (every configured dialect): the text block is cut there
+  and the call goes out as a ``tool_use`` block.
+
+Client block indexes are dense from 0 in the order blocks go out; an event whose block moved
+is re-encoded with its new index.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+
+import orjson
+
+from proxy.core.errors import DialectError
+from proxy.core.markup import build_extractor, check_names
+from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Segment, Text
+from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.protocols.messages import native_fields
+from proxy.core.protocols.messages.native_block import Block, extracts, input_parses
+from proxy.core.protocols.messages.request import convert_tools
+from proxy.core.protocols.messages.wire import encode
+from proxy.core.repairs import Repair, markup_kind
+from proxy.core.sse import Event, RawBytes, SSEDecoder, encode_event
+
+_Item = tuple[Event, JSONObject]
+
+
+class NativeMessages:
+    def __init__(
+        self,
+        new_id: Callable[[], str],
+        request: object,
+        *,
+        dialects: Sequence[str] = ("auto",),
+        max_event_bytes: int = 1 << 20,
+    ) -> None:
+        self.repairs: Counter[str] = Counter()
+        self._new_id = new_id
+        self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)
+        self._request = request if isinstance(request, dict) else {}
+        self._dialects = check_names(dialects) if extracts(self._request) else ()
+        self._tools = convert_tools(self._request.get("tools")) if self._dialects else []
+        self._out: list[bytes] = []
+        self._pending: deque[_Item] = deque()  # events held behind a growing tool block
+        self._blocks: dict[int, Block] = {}  # the current generation's, by upstream index
+        self._active: Block | None = None  # the upstream block being streamed
+        self._wire: str | None = None  # the type of the block open on the client
+        self._next = 0  # the next client block index
+        self._tool_blocks = 0
+        self._bad_input = False
+        self._started = self._delta_seen = self._ended = False
+
+    # -- the verbs the pump drives
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        for item in self._decoder.feed(chunk):
+            self._item(item)
+        return self._take()
+
+    def close(self, *, complete: bool) -> list[bytes]:
+        for item in self._decoder.close():
+            self._item(item)
+        while self._pending:  # a tool block that never stopped still holds events
+            self._finish_active(Repair.BLOCK_STOP_MISSING)
+            self._drain()
+        if complete and self._started and not self._ended:
+            self._finish_active(Repair.BLOCK_STOP_MISSING)
+            if not self._delta_seen:
+                self._note(Repair.MESSAGE_DELTA_MISSING)
+                self._emit(self._message_delta())
+            self._note(Repair.MESSAGE_STOP_MISSING)
+            self._emit({"type": "message_stop"})
+        return self._take()
+
+    # -- dispatch
+
+    def _item(self, item: Event | RawBytes) -> None:
+        if isinstance(item, RawBytes) or item.data is None or self._ended:
+            self._out.append(item.raw)
+            return
+        try:
+            payload = orjson.loads(item.data)
+        except orjson.JSONDecodeError:
+            payload = None
+        if not isinstance(payload, dict):
+            self._out.append(item.raw)
+            return
+        if self._pending and not self._for_active(payload):
+            self._pending.append((item, payload))
+        elif not self._dispatch(item, payload):
+            self._note(Repair.BLOCKS_OVERLAP)
+            self._pending.append((item, payload))
+        elif self._pending:
+            self._drain()
+
+    def _drain(self) -> None:
+        while self._pending:
+            item = self._pending.popleft()
+            if not self._dispatch(*item):
+                self._note(Repair.BLOCKS_OVERLAP)
+                self._pending.appendleft(item)
+                return
+
+    def _for_active(self, payload: JSONObject) -> bool:
+        return (
+            self._active is not None
+            and payload.get("type") in ("content_block_delta", "content_block_stop")
+            and payload.get("index") == self._active.upstream
+        )
+
+    def _dispatch(self, event: Event, payload: JSONObject) -> bool:
+        """Handle one event; False when it must wait behind the open tool block."""
+        kind = payload.get("type")
+        if kind == "message_start":
+            self._message_start(event, payload)
+        elif kind == "content_block_start":
+            return self._block_start(event, payload)
+        elif kind == "content_block_delta":
+            self._block_delta(event, payload)
+        elif kind == "content_block_stop":
+            self._block_stop(event, payload)
+        elif kind == "message_delta":
+            self._finish_active(Repair.BLOCK_STOP_MISSING)
+            self._delta_seen = True
+            self._write(event, payload, self._fix_delta(payload))
+        elif kind == "message_stop":
+            self._finish_active(Repair.BLOCK_STOP_MISSING)
+            if not self._delta_seen:
+                self._note(Repair.MESSAGE_DELTA_MISSING)
+                self._emit(self._message_delta())
+            self._ended = True
+            self._write(event, payload, False)
+        else:  # ping, error, and what this proxy does not know: as they came
+            self._ended = self._ended or kind == "error"
+            self._write(event, payload, False)
+        return True
+
+    # -- the message
+
+    def _message_start(self, event: Event, payload: JSONObject) -> None:
+        if self._started:
+            self._note(Repair.MESSAGE_START_REPEATED)
+            self._finish_active(None)
+            self._blocks = {}  # the next generation numbers its blocks from 0 again
+            return
+        self._started = True
+        self._write(event, payload, self._note_all(native_fields.message_start(payload)))
+
+    def _ensure_started(self) -> None:
+        if not self._started:
+            self._started = True
+            self._note(Repair.MESSAGE_START_MISSING)
+            message: JSONObject = {
+                "id": "msg_" + self._new_id(),
+                "type": "message",
+                "role": "assistant",
+                "model": str(self._request.get("model", "")),
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 0, "output_tokens": 0},
+            }
+            self._emit({"type": "message_start", "message": message})
+
+    def _fix_delta(self, payload: JSONObject) -> bool:
+        repairs = native_fields.message_delta(
+            payload, tool_blocks=self._tool_blocks, bad_input=self._bad_input
+        )
+        return self._note_all(repairs)
+
+    def _message_delta(self) -> JSONObject:
+        payload: JSONObject = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}
+        native_fields.message_delta(
+            payload, tool_blocks=self._tool_blocks, bad_input=self._bad_input
+        )
+        if payload["delta"]["stop_reason"] == "end_turn" and self._tool_blocks:
+            payload["delta"]["stop_reason"] = "tool_use"
+        payload["delta"]["stop_sequence"] = None
+        return payload
+
+    # -- blocks
+
+    def _block_start(self, event: Event, payload: JSONObject) -> bool:
+        block = payload.get("content_block")
+        upstream = payload.get("index")
+        if not isinstance(block, dict) or not isinstance(upstream, int):
+            self._write(event, payload, False)
+            return True
+        active = self._active
+        if active is not None:
+            if active.type == "tool_use" and not active.end.complete:
+                return False
+            self._finish_active(Repair.BLOCKS_OVERLAP)
+        self._ensure_started()
+        changed = self._note_all(native_fields.block_start(block))
+        kind = str(block.get("type"))
+        current = Block(upstream, self._next, kind)
+        if kind == "text" and self._dialects:
+            current.markup = build_extractor(self._dialects, self._tools)
+        if kind == "tool_use":
+            self._tool_blocks += 1
+        self._blocks[upstream] = current
+        self._active = current
+        self._start_wire(current, event, payload, changed)
+        return True
+
+    def _block_delta(self, event: Event, payload: JSONObject) -> None:
+        block = self._block_of(payload)
+        if block is None or block is not self._active:
+            self._note(Repair.DELTA_AFTER_STOP)
+            return
+        changed = self._note_all(native_fields.delta(payload))
+        delta = payload["delta"] if isinstance(payload.get("delta"), dict) else {}
+        if delta.get("type") == "input_json_delta":
+            block.add_input(delta["partial_json"])
+        elif delta.get("type") == "text_delta" and block.markup is not None:
+            self._markup_delta(block, event, payload, delta["text"])
+            return
+        self._write_block_event(block, event, payload, changed)
+        if block.type == "tool_use" and self._pending and block.end.complete:
+            self._finish_active(None)  # the later block it held back may start now
+
+    def _block_stop(self, event: Event, payload: JSONObject) -> None:
+        block = self._block_of(payload)
+        if block is None or block is not self._active:
+            if block is None:
+                self._note(Repair.DELTA_AFTER_STOP)
+            return  # stopped already, when the next block started
+        self._close_markup(block)
+        self._active = None
+        block.stopped = True
+        self._check_input(block)
+        if self._wire is None:
+            return
+        self._wire = None
+        self._write_block_event(block, event, payload, False)
+
+    def _block_of(self, payload: JSONObject) -> Block | None:
+        index = payload.get("index")
+        return self._blocks.get(index) if isinstance(index, int) else None
+
+    def _finish_active(self, repair: Repair | None) -> None:
+        """Stop the upstream block being streamed (the server did not, or not yet)."""
+        block = self._active
+        if block is None:
+            return
+        if repair is not None:
+            self._note(repair)
+        self._close_markup(block)
+        self._active = None
+        block.stopped = True
+        self._check_input(block)
+        self._stop_wire()
+
+    def _check_input(self, block: Block) -> None:
+        if block.type == "tool_use" and not block.input_parses:
+            self._bad_input = True
+
+    # -- the client's side
+
+    def _start_wire(self, block: Block, event: Event, payload: JSONObject, changed: bool) -> None:
+        self._wire = block.type
+        self._next += 1
+        self._write_block_event(block, event, payload, changed)
+
+    def _stop_wire(self) -> None:
+        if self._wire is not None:
+            self._wire = None
+            self._emit({"type": "content_block_stop", "index": self._next - 1})
+
+    def _open_wire(self, block: JSONObject) -> None:
+        self._stop_wire()
+        self._wire = str(block["type"])
+        self._emit({"type": "content_block_start", "index": self._next, "content_block": block})
+        self._next += 1
+
+    def _write_block_event(
+        self, block: Block, event: Event, payload: JSONObject, changed: bool
+    ) -> None:
+        if payload.get("index") != block.index:
+            payload["index"] = block.index
+            changed = True
+        self._write(event, payload, changed)
+
+    # -- markup in text
+
+    def _markup_delta(self, block: Block, event: Event, payload: JSONObject, text: str) -> None:
+        extractor = block.markup
+        assert extractor is not None
+        if self._wire == "text" and extractor.passes(text):
+            self._write_block_event(block, event, payload, False)
+            return
+        try:
+            segments = extractor.feed(text)
+        except DialectError:
+            self._markup_failed(block, text)
+            return
+        if segments == [Text(text)] and self._wire == "text":
+            self._write_block_event(block, event, payload, False)
+        else:
+            self._segments(block, segments)
+
+    def _close_markup(self, block: Block) -> None:
+        if block.markup is None:
+            return
+        try:
+            segments = block.markup.close()
+        except DialectError:
+            self._markup_failed(block, "")
+            return
+        self._segments(block, segments)
+        block.markup = None
+
+    def _markup_failed(self, block: Block, text: str) -> None:
+        self._note(Repair.DIALECT_ERROR)
+        block.markup = None
+        if text:
+            self._segments(block, [Text(text)])
+
+    def _segments(self, block: Block, segments: list[Segment]) -> None:
+        for segment in segments:
+            match segment:
+                case Text(text=text):
+                    if self._wire != "text":
+                        self._open_wire({"type": "text", "text": ""})
+                        block.index = self._next - 1
+                    delta = {"type": "text_delta", "text": text}
+                    self._emit(
+                        {"type": "content_block_delta", "index": block.index, "delta": delta}
+                    )
+                case CallOpen(name=name, id=ident):
+                    self.repairs[markup_kind(block.markup, self._dialects)] += 1
+                    self._tool_blocks += 1
+                    block.pieces = []
+                    ident = ident or "toolu_" + self._new_id()
+                    self._open_wire({"type": "tool_use", "id": ident, "name": name, "input": {}})
+                case CallArgs(text=text):
+                    block.pieces.append(text)
+                    delta = {"type": "input_json_delta", "partial_json": text}
+                    self._emit(
+                        {"type": "content_block_delta", "index": self._next - 1, "delta": delta}
+                    )
+                case CallClose(error=error):
+                    if error is not None:
+                        self._note(Repair.MARKUP_BROKEN)
+                    if not input_parses("".join(block.pieces)):
+                        self._bad_input = True
+                    self._stop_wire()
+
+    # -- output
+
+    def _write(self, event: Event, payload: JSONObject, changed: bool) -> None:
+        if event.event is None:
+            self._note(Repair.EVENT_LINE_MISSING)
+        elif not changed:
+            self._out.append(event.raw)
+            return
+        name = event.event or str(payload.get("type"))
+        self._out.append(encode_event(orjson.dumps(payload), event=name))
+
+    def _emit(self, payload: JSONObject) -> None:
+        self._out.append(encode(payload))
+
+    def _note(self, repair: Repair) -> None:
+        self.repairs[repair] += 1
+
+    def _note_all(self, repairs: list[Repair]) -> bool:
+        for repair in repairs:
+            self.repairs[repair] += 1
+        return bool(repairs)
+
+    def _take(self) -> list[bytes]:
+        out, self._out = self._out, []
+        return out

@@ -1,0 +1,113 @@
+"""A server's own non-streamed Message, repaired: the same quirks as the stream, on one object.
+
+The body comes back byte for byte when nothing needs repair. Otherwise the Message is written
+again as compact JSON (the original keys in their places): tool_use blocks get their missing
+``input``, tool-call markup in a text block becomes tool_use blocks after the text before it,
+and ``stop_reason`` says ``tool_use`` when the message has tool_use blocks.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import orjson
+
+from proxy.core.errors import DialectError
+from proxy.core.markup import build_extractor, check_names
+from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Segment, Text
+from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.protocols.messages.native_block import extracts, input_parses
+from proxy.core.protocols.messages.native_fields import block_start, message_delta
+from proxy.core.protocols.messages.request import convert_tools
+from proxy.core.repairs import Repair, markup_kind
+
+
+def repair_message(
+    body: bytes,
+    request: object,
+    new_id: Callable[[], str],
+    *,
+    dialects: Sequence[str] = ("auto",),
+) -> tuple[bytes, Counter[str]]:
+    repairs: Counter[str] = Counter()
+    try:
+        message = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body, repairs
+    if not isinstance(message, dict) or not isinstance(message.get("content"), list):
+        return body, repairs
+    request = request if isinstance(request, dict) else {}
+    names = check_names(dialects) if extracts(request) else ()
+    tools = convert_tools(request.get("tools")) if names else []
+    content: list[Any] = []
+    for block in message["content"]:
+        if not isinstance(block, dict):
+            content.append(block)
+            continue
+        repairs.update(block_start(block))
+        if block.get("type") == "text" and names and isinstance(block.get("text"), str):
+            content += _split(block, names, tools, new_id, repairs)
+        else:
+            content.append(block)
+    message["content"] = content
+    tool_blocks = sum(isinstance(b, dict) and b.get("type") == "tool_use" for b in content)
+    bad = any(
+        isinstance(b, dict) and b.get("type") == "tool_use" and not isinstance(b.get("input"), dict)
+        for b in content
+    )
+    delta: JSONObject = {
+        "delta": {"stop_reason": message.get("stop_reason")},
+        "usage": {"output_tokens": 0},
+    }
+    fixed = message_delta(delta, tool_blocks=tool_blocks, bad_input=bad)
+    if any(kind != Repair.EMPTY_FIELD_DROPPED for kind in fixed):
+        message["stop_reason"] = delta["delta"]["stop_reason"]
+        repairs.update(kind for kind in fixed if kind != Repair.EMPTY_FIELD_DROPPED)
+    if not repairs:
+        return body, repairs
+    return orjson.dumps(message), repairs
+
+
+def _split(
+    block: JSONObject,
+    names: Sequence[str],
+    tools: list[JSONObject],
+    new_id: Callable[[], str],
+    repairs: Counter[str],
+) -> list[JSONObject]:
+    extractor = build_extractor(names, tools)
+    if extractor is None:
+        return [block]
+    text = block["text"]
+    try:
+        segments: list[Segment] = extractor.feed(text) + extractor.close()
+    except DialectError:
+        repairs[Repair.DIALECT_ERROR] += 1
+        return [block]
+    if not any(isinstance(segment, CallOpen) for segment in segments):
+        return [block]
+    out: list[JSONObject] = []
+    pieces: list[str] = []
+    for segment in segments:
+        match segment:
+            case Text(text=piece):
+                if out and out[-1]["type"] == "text":
+                    out[-1]["text"] += piece
+                else:
+                    out.append({**block, "text": piece})
+            case CallOpen(name=name, id=ident):
+                repairs[markup_kind(extractor, names)] += 1
+                pieces = []
+                out.append({"type": "tool_use", "id": ident or "toolu_" + new_id(), "name": name})
+            case CallArgs(text=piece):
+                pieces.append(piece)
+            case CallClose(error=error):
+                if error is not None:
+                    repairs[Repair.MARKUP_BROKEN] += 1
+                arguments = "".join(pieces)
+                out[-1]["input"] = (
+                    orjson.loads(arguments) if input_parses(arguments) and arguments.strip() else {}
+                )
+    return [b for b in out if b["type"] != "text" or b["text"].strip()] or [block]

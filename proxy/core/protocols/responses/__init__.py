@@ -1,0 +1,69 @@
+"""The OpenAI Responses API (``/v1/responses``): translated over a chat upstream, or a server's
+own stream repaired in place. docs/responses.md has the mapping; ``PROTOCOL`` is what the shell
+gets (proxy/core/protocols/base.py), named in proxy/core/protocols/registry.py."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+import orjson
+
+from proxy.core.protocols.base import ChatRequest, ClientProtocol
+from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.protocols.responses.context import ResponsesContext
+from proxy.core.protocols.responses.encode import ResponsesEncoder
+from proxy.core.protocols.responses.native import NativeStream
+from proxy.core.protocols.responses.native_completion import repair_completion
+from proxy.core.protocols.responses.native_request import NativeRequest
+from proxy.core.protocols.responses.request import translate_request
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    409: "conflict_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+
+def to_chat(body: JSONObject) -> ChatRequest:
+    chat, context, dropped = translate_request(body)
+    return ChatRequest(chat, context, dropped)
+
+
+def encoder(context: object, new_id: Callable[[], str], stream: bool) -> ResponsesEncoder:
+    ctx = context if isinstance(context, ResponsesContext) else ResponsesContext()
+    return ResponsesEncoder(ctx, new_id, stream=stream)
+
+
+def error_body(status: int, message: str) -> bytes:
+    """OpenAI's error shape; the type follows the status as api.openai.com's does."""
+    kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    return orjson.dumps({"error": {"message": message, "type": kind, "param": None, "code": None}})
+
+
+def native(
+    new_id: Callable[[], str], request_body: object, dialects: tuple[str, ...]
+) -> NativeStream:
+    return NativeStream(new_id, NativeRequest.from_body(request_body), dialects=dialects)
+
+
+def native_completion(
+    body: bytes, request_body: object, dialects: tuple[str, ...]
+) -> tuple[bytes, Counter[str]]:
+    del dialects  # a whole Response's repair recovers no markup
+    return repair_completion(body, NativeRequest.from_body(request_body))
+
+
+PROTOCOL = ClientProtocol(
+    name="responses",
+    path_suffix="/responses",
+    to_chat=to_chat,
+    encoder=encoder,
+    error_body=error_body,
+    native=native,
+    native_completion=native_completion,
+)

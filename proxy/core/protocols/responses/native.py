@@ -1,0 +1,281 @@
+"""A server's own ``/v1/responses`` stream, repaired in place (native mode).
+
+Rules this module keeps:
+
+* An event that needs nothing goes out as the bytes it came in, so a canonical stream comes
+  out byte for byte identical. A repaired or inserted event is written as compact JSON, new
+  keys after the original ones; after an insert or a drop every later ``sequence_number`` is
+  renumbered (and those events re-encoded), so the numbers stay 0, 1, 2, ...
+* Items never interleave and ``output_index`` is each item's position: an item that begins
+  while another is open waits, with its events, until that one is done (llama.cpp ends its
+  message only after the calls that followed it; a nameless call's events may alternate with
+  reasoning). An item never ended is ended at the terminal event.
+* Repairs (research/protocols.md §2 quirks, §6 llama.cpp), each counted once a stream under
+  its kind in proxy/core/repairs.py: missing ``sequence_number``/``event:`` lines/
+  ``output_index``/``logprobs``/``annotations``/``content_index``; empty or rotating item
+  and response ids; empty ``call_id`` (made) and ``name`` (the item waits for the name in its
+  ``output_item.done``, else the request's only tool); arguments only in ``.done`` (a delta
+  is inserted); a missing ``function_call_arguments.done`` or ``output_item.done``; deltas
+  with no item; a ``response.completed`` whose ``output`` lacks the streamed items, or
+  without ``usage``; a call cut by the token limit reported as ``completed`` (its item and the
+  response become ``incomplete``); markup in ``output_text.delta`` (native_text.py).
+  Non-standard event names and the ``parallel`` wrapper pass through, counted.
+* ``close(complete=False)``: what is held goes out as it is and nothing is made up, so the
+  client sees the cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+from proxy.core.protocols.chat.chunks import loads
+from proxy.core.protocols.responses import native_text
+from proxy.core.protocols.responses.native_flow import ItemFlow
+from proxy.core.protocols.responses.native_items import Ev
+from proxy.core.protocols.responses.native_request import NativeRequest
+from proxy.core.protocols.responses.wire import frame
+from proxy.core.repairs import Repair
+from proxy.core.sse import DEFAULT_MAX_EVENT_BYTES, Event, SSEDecoder
+
+JSONObject = dict[str, Any]
+
+_TERMINAL: Final = ("response.completed", "response.incomplete", "response.failed")
+_ITEM_EVENTS: Final = frozenset(
+    {
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.output_text.annotation.added",
+        "response.refusal.delta",
+        "response.refusal.done",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.custom_tool_call_input.delta",
+        "response.custom_tool_call_input.done",
+        "response.reasoning_summary_part.added",
+        "response.reasoning_summary_part.done",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_summary_text.done",
+        "response.reasoning_text.delta",
+        "response.reasoning_text.done",
+    }
+)
+_OTHER_KNOWN: Final = frozenset(
+    {"response.created", "response.in_progress", "response.queued", "error"}
+)
+#: hosted tools' events (their items pass through like any other)
+_HOSTED_PREFIXES: Final = (
+    "response.web_search_call.",
+    "response.file_search_call.",
+    "response.image_generation_call.",
+    "response.code_interpreter_call",
+    "response.mcp_",
+    "response.audio.",
+)
+
+
+class NativeStream(ItemFlow):
+    """One upstream Responses stream: ``feed(bytes) -> list[bytes]``, ``close(complete=...)``."""
+
+    def __init__(
+        self,
+        new_id: Callable[[], str],
+        request: NativeRequest,
+        *,
+        dialects: Sequence[str] = ("auto",),
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        self._new_id = new_id
+        self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)
+        self._seq = 0
+        self._out: list[bytes] = []
+        ItemFlow.__init__(self, request, tuple(dialects) if request.extracts else ())
+        self._response_id: str | None = None
+        self._started = False
+        self._in_progress = False
+        self._created: JSONObject = {}
+        self._over = False
+
+    # -- bytes in, bytes out ---------------------------------------------------------------
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        for item in self._decoder.feed(chunk):
+            self._take(item)
+        return self._flush()
+
+    def close(self, *, complete: bool) -> list[bytes]:
+        for item in self._decoder.close():
+            self._take(item)
+        if complete and self._waiting is not None:
+            self.name_known(self._waiting, None)
+        for up in list(self._by_id.values()):
+            if up.extractor is not None:
+                native_text.end_extraction(self, up)
+        held, self._held = self._held, []
+        for ev in held:
+            self.emit(ev)
+        return self._flush()
+
+    def _flush(self) -> list[bytes]:
+        out, self._out = self._out, []
+        return out
+
+    def _take(self, item: object) -> None:
+        if not isinstance(item, Event) or item.data is None or self._decoder.passthrough:
+            self._out.append(item.raw if isinstance(item, Event) else getattr(item, "raw", b""))
+            return
+        payload = loads(item.data)
+        if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
+            self._out.append(item.raw)  # not a Responses event: passed on as it came
+            return
+        ev = Ev(payload, item.raw)
+        if item.event != payload["type"]:
+            self.repair(Repair.EVENT_LINE_MISSING)
+            ev.raw = None
+        self.dispatch(ev)
+
+    def emit(self, ev: Ev) -> None:
+        """Send one event, numbered in place."""
+        seq = ev.get("sequence_number")
+        if seq is None:
+            self.repair(Repair.SEQUENCE_NUMBER_MISSING)
+        ev.set("sequence_number", self._seq)
+        self._seq += 1
+        self._out.append(ev.raw if ev.raw is not None else frame(ev.payload))
+
+    def insert(self, payload: JSONObject) -> None:
+        self.emit(Ev(payload, None))
+
+    def repair(self, kind: str) -> None:
+        """Count a repair once a stream (per-event field fixes would otherwise count thousands)."""
+        if kind not in self.repairs:
+            self.repairs[kind] = 1
+
+    def new_id(self) -> str:
+        return self._new_id()
+
+    # -- routing events ----------------------------------------------------------------------
+
+    def dispatch(self, ev: Ev) -> None:
+        kind = ev.type
+        if not self._started and kind != "response.created":
+            self.repair(Repair.CREATED_MISSING)
+            self._start(Ev({"type": "response.created", "response": {}}, None))
+        if kind == "response.created":
+            if self._started:
+                self._response_event(ev)
+                self.emit(ev)
+            else:
+                self._start(ev)
+            return
+        if self._started and not self._in_progress:
+            self._in_progress = True
+            if kind != "response.in_progress":
+                self.repair(Repair.CREATED_MISSING)
+                self.insert({"type": "response.in_progress", "response": self._head()})
+        if kind in _TERMINAL:
+            self._terminal(ev)
+        elif kind == "response.output_item.added":
+            self._added(ev)
+        elif kind == "response.output_item.done":
+            self._item_done(ev)
+        elif kind in _ITEM_EVENTS:
+            self._item_event(ev)
+        else:
+            if kind not in _OTHER_KNOWN and not kind.startswith(_HOSTED_PREFIXES):
+                self.repair(Repair.NONSTANDARD_EVENT)
+            elif isinstance(ev.get("response"), dict):
+                self._response_event(ev)
+            self.emit(ev)
+
+    def _start(self, ev: Ev) -> None:
+        self._started = True
+        response = ev.get("response")
+        if not isinstance(response, dict):
+            response = {}
+            ev.set("response", response)
+        if not isinstance(response.get("id"), str) or not response["id"]:
+            response["id"] = "resp_" + self._new_id()
+            ev.changed()
+        self._response_id = response["id"]
+        missing = {"created_at": 0, "model": self._request.model or "", "output": []}
+        for key, value in missing.items():
+            if key not in response:
+                response[key] = value
+                ev.changed()
+                self.repair(Repair.RESPONSE_FIELDS_MISSING)
+        self._created = {k: v for k, v in response.items() if k not in ("output", "usage")}
+        self.emit(ev)
+
+    def _head(self) -> JSONObject:
+        return {**self._created, "status": "in_progress", "output": []}
+
+    def _response_event(self, ev: Ev) -> None:
+        """A later event's response: the id of the first, and the fields the first had."""
+        response = ev.get("response")
+        if not isinstance(response, dict):
+            return
+        if response.get("id") != self._response_id:
+            self.repair(Repair.RESPONSE_ID_ROTATING)
+            response["id"] = self._response_id
+            ev.changed()
+        for key in ("created_at", "model"):
+            if key not in response and key in self._created:
+                self.repair(Repair.RESPONSE_FIELDS_MISSING)
+                response[key] = self._created[key]
+                ev.changed()
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def _terminal(self, ev: Ev) -> None:
+        if self._waiting is not None:
+            self.name_known(self._waiting, None)
+        for up in list(self._by_id.values()):
+            if up.extractor is not None:
+                native_text.end_extraction(self, up)
+        while self._open is not None or self._held or self._waiting is not None:
+            if self._waiting is not None:
+                self.name_known(self._waiting, None)
+            elif self._open is not None:
+                self.repair(Repair.ITEM_DONE_MISSING)
+                self.close_early(self._open)
+            self.release()
+        response = ev.get("response")
+        if not isinstance(response, dict):
+            response = {}
+            ev.set("response", response)
+        self._response_event(ev)
+        self._fix_output(ev, response)
+        if not isinstance(response.get("usage"), dict):
+            self.repair(Repair.USAGE_MISSING)
+            response["usage"] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+            ev.changed()
+        if self._cut and ev.type == "response.completed":
+            self.repair(Repair.CUT_AS_COMPLETED)
+            ev.set("type", "response.incomplete")
+            response["status"] = "incomplete"
+            response["incomplete_details"] = {"reason": "max_output_tokens"}
+        self.emit(ev)
+        self._over = True
+
+    def _fix_output(self, ev: Ev, response: JSONObject) -> None:
+        """``output`` must be every item streamed, as its output_item.done showed it."""
+        ours = [out.done for out in self._items if out.done is not None]
+        theirs = response.get("output")
+        if isinstance(theirs, list) and len(theirs) == len(ours):
+            same = [_comparable(a) == _comparable(b) for a, b in zip(theirs, ours, strict=True)]
+            if all(same):
+                return
+            ours = [a if keep else b for a, b, keep in zip(theirs, ours, same, strict=True)]
+        self.repair(Repair.OUTPUT_INCOMPLETE)
+        response["output"] = ours
+        ev.changed()
+
+
+def _comparable(item: object) -> object:
+    """An item without the reasoning blob a server may encrypt afresh for the final response."""
+    if isinstance(item, dict) and "encrypted_content" in item:
+        return {k: v for k, v in item.items() if k != "encrypted_content"}
+    return item

@@ -1,0 +1,39 @@
+"""A server's own non-streamed Response object (``stream: false``), repaired where it must be.
+
+The streamed repairs that have a counterpart in a whole object: a function_call item with an
+empty ``call_id`` gets one, and a missing ``usage`` becomes zeros. A body that is not a Response
+object passes as it came, and so does one that needs nothing (byte for byte).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+
+import orjson
+
+from proxy.core.protocols.chat.chunks import loads
+from proxy.core.protocols.responses.native_request import NativeRequest
+from proxy.core.repairs import Repair
+
+
+def repair_completion(body: bytes, request: NativeRequest) -> tuple[bytes, Counter[str]]:
+    repairs: Counter[str] = Counter()
+    response = loads(body)
+    if not isinstance(response, dict) or not isinstance(response.get("output"), list):
+        return body, repairs
+    numbers = itertools.count(1)
+    for item in response["output"]:
+        if not isinstance(item, dict) or item.get("type") != "function_call":
+            continue
+        if not item.get("call_id"):
+            repairs[Repair.CALL_ID_MISSING] += 1
+            # unique within the response: the item's id, else its position
+            item["call_id"] = f"call_{item.get('id') or next(numbers)}"
+        if not item.get("name") and request.fallback_name:
+            repairs[Repair.NAME_MISSING] += 1
+            item["name"] = request.fallback_name
+    if not isinstance(response.get("usage"), dict):
+        repairs[Repair.USAGE_MISSING] += 1
+        response["usage"] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+    return (orjson.dumps(response) if repairs else body), repairs

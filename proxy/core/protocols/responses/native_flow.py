@@ -1,0 +1,394 @@
+"""The items of a native stream: which upstream item an event belongs to, the order they go
+out in, and their fields (the rules are in native.py's docstring).
+
+``ItemFlow`` is the item half of :class:`proxy.core.protocols.responses.native.NativeStream`;
+the stream half numbers, frames and sends what this half decides.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Final
+
+from proxy.core.markup import build_extractor
+from proxy.core.protocols.chat.chunks import INVALID, loads
+from proxy.core.protocols.responses import native_text
+from proxy.core.protocols.responses.native_items import Ev, Out, Up, message_part
+from proxy.core.protocols.responses.native_request import NativeRequest
+from proxy.core.repairs import Repair
+
+JSONObject = dict[str, Any]
+
+_ID_PREFIX: Final = {"message": "msg_", "function_call": "fc_", "reasoning": "rs_"}
+
+
+class ItemFlow:
+    def __init__(self, request: NativeRequest, dialects: tuple[str, ...]) -> None:
+        self._request = request
+        self.dialects = dialects
+        self.repairs: Counter[str] = Counter()
+        self._items: list[Out] = []
+        self._by_id: dict[str, Up] = {}
+        self._by_index: dict[int, Up] = {}
+        self._last: Up | None = None  # the item the upstream added most recently
+        self._open: Out | None = None  # the item shown and not yet done
+        self._waiting: Up | None = None  # a call whose name has not come yet
+        self._held: list[Ev] = []  # events of items that must wait for the open one
+        self.markup_call: Out | None = None  # a call being taken out of a message's text
+        self._extracting: Up | None = None  # the message whose text goes through markup
+        self._cut = False  # a call ended with unparsable arguments
+
+    # what the stream half provides
+    def emit(self, ev: Ev) -> None:
+        raise NotImplementedError
+
+    def insert(self, payload: JSONObject) -> None:
+        raise NotImplementedError
+
+    def repair(self, kind: str) -> None:
+        raise NotImplementedError
+
+    def new_id(self) -> str:
+        raise NotImplementedError
+
+    def dispatch(self, ev: Ev) -> None:
+        raise NotImplementedError
+
+    def new_item(self, kind: str, ident: str) -> Out:
+        """An item the proxy adds (out of markup), open from now on."""
+        out = Out(len(self._items), ident, kind)
+        self._items.append(out)
+        self._open = out
+        return out
+
+    def find(self, ev: Ev) -> Up | None:
+        """The upstream item an event belongs to: by item id, else output_index, else the
+        latest; an id that differs from the one known for the item is a rotating id."""
+        item = ev.get("item")
+        ident = item.get("id") if isinstance(item, dict) else ev.get("item_id")
+        up = self._by_id.get(ident) if isinstance(ident, str) and ident else None
+        index = ev.get("output_index")
+        if up is None and isinstance(index, int):
+            up = self._by_index.get(index)
+        if up is None:
+            up = self._last if self._last is not None and not self._last.done else None
+        if up is not None and isinstance(ident, str) and ident and ident not in self._by_id:
+            self._by_id[ident] = up
+        return up
+
+    def _added(self, ev: Ev) -> None:
+        item = ev.get("item")
+        if not isinstance(item, dict):
+            self.emit(ev)
+            return
+        up = ev.up
+        if up is None:  # known from now on, even while it waits, so its events find it
+            up = ev.up = Up(str(item.get("type")))
+            ident, index = item.get("id"), ev.get("output_index")
+            if isinstance(ident, str) and ident:
+                self._by_id[ident] = up
+            if isinstance(index, int):
+                self._by_index[index] = up
+            self._last = up
+        if self._must_wait(ev):
+            return
+        if up.type == "function_call" and not (item.get("name") and item.get("call_id")):
+            self.repair(Repair.NAME_MISSING if not item.get("name") else Repair.CALL_ID_MISSING)
+            up.queue = [ev]
+            self._waiting = up
+            return
+        if up.type == "message" and self.dialects:
+            up.extractor = build_extractor(self.dialects, self._request.chat_tools)
+            self._extracting = up
+            up.deferred.append(ev)
+            return
+        self.show(up, ev)
+
+    def _must_wait(self, ev: Ev) -> bool:
+        """Items never interleave: an item that begins while another is open waits, with its
+        events, until that one is done (its text ends here). True when ``ev`` was held."""
+        text = self._extracting
+        if text is not None and text is not ev.up and text.extractor is not None:
+            native_text.end_extraction(self, text)
+        if self._waiting is None and self._open is None:
+            return False
+        self.repair(Repair.ITEMS_INTERLEAVED)
+        self._held.append(ev)
+        return True
+
+    def show(self, up: Up, ev: Ev) -> Out:
+        """The upstream's output_item.added, as the next item of the output."""
+        item = ev.payload["item"]
+        out = Out(len(self._items), "", up.type)
+        if not isinstance(item.get("id"), str) or not item["id"]:
+            self.repair(Repair.ITEM_ID_MISSING)
+            item["id"] = _ID_PREFIX.get(up.type, "item_") + self.new_id()
+            ev.changed()
+        out.id = item["id"]
+        if ev.get("output_index") is None:
+            self.repair(Repair.OUTPUT_INDEX_MISSING)
+        ev.set("output_index", out.index)
+        moved = ""
+        if up.type == "function_call":
+            if not item.get("call_id"):
+                self.repair(Repair.CALL_ID_MISSING)
+                item["call_id"] = "call_" + self.new_id()
+                ev.changed()
+            out.call_id, out.name = str(item["call_id"]), str(item.get("name"))
+            if out.name == "parallel":
+                self.repair(Repair.PARALLEL_WRAPPER)
+            moved = item.get("arguments") or ""
+            if moved:  # a whole call in its added: the arguments go out as a delta
+                self.repair(Repair.ARGS_IN_FIRST_DELTA)
+                item["arguments"] = ""
+                ev.changed()
+        self._items.append(out)
+        self._open = out
+        up.target = out
+        self.emit(ev)
+        if moved:
+            self.arguments_delta(out, str(moved))
+        return out
+
+    def arguments_delta(self, out: Out, text: str) -> None:
+        out.args.append(text)
+        out.arg_deltas = True
+        self.insert(
+            {
+                "type": "response.function_call_arguments.delta",
+                "item_id": out.id,
+                "output_index": out.index,
+                "delta": text,
+            }
+        )
+
+    def _item_event(self, ev: Ev) -> None:
+        up = self.find(ev)
+        if up is None:
+            up = self._orphan(ev)
+            if up is None:
+                self.emit(ev)
+                return
+        if up.queue is not None:
+            up.queue.append(ev)
+            return
+        if self._waiting is not None:
+            self._held.append(ev)
+            return
+        if up.extractor is not None or up.rewritten:
+            native_text.text_event(self, up, ev)
+            return
+        out = up.target
+        if up.closed_early:
+            if ev.type.endswith(".delta"):
+                self.emit(ev)  # text after the item was ended: passed on, never lost
+            return  # the proxy ended the item already; its late closing is dropped
+        if out is None and up.done:
+            self.emit(ev)  # after the item's end: nothing left to fix it against
+            return
+        if out is None or (self._open is not out and self._open is not None):
+            self._held.append(ev)  # its item waits (not shown yet), or another is open
+            return
+        self.fix_item_fields(ev, out)
+        kind = ev.type
+        if kind == "response.function_call_arguments.delta":
+            out.args.append(str(ev.get("delta") or ""))
+            out.arg_deltas = True
+        elif kind == "response.function_call_arguments.done":
+            self._arguments_done(ev, out)
+            return
+        elif kind.startswith(("response.content_part.", "response.output_text.")):
+            native_text.part_fields(self, ev, out)
+        self.emit(ev)
+
+    def fix_item_fields(self, ev: Ev, out: Out, *, count: bool = True) -> None:
+        ident = ev.get("item_id")
+        if ident != out.id:
+            if count:
+                self.repair(Repair.ITEM_ID_ROTATING if ident else Repair.ITEM_ID_MISSING)
+            ev.set("item_id", out.id)
+        if ev.get("output_index") is None:
+            self.repair(Repair.OUTPUT_INDEX_MISSING)
+        ev.set("output_index", out.index)
+
+    def _orphan(self, ev: Ev) -> Up | None:
+        """An item event with no item added before it: the item is added here."""
+        kind = {
+            "response.output_text.delta": "message",
+            "response.content_part.added": "message",
+            "response.function_call_arguments.delta": "function_call",
+        }.get(ev.type)
+        if kind is None:
+            return None
+        self.repair(Repair.ITEM_ADDED_MISSING)
+        ident = ev.get("item_id")
+        item: JSONObject = {
+            "id": ident if isinstance(ident, str) else "",
+            "type": kind,
+            "status": "in_progress",
+        }
+        if kind == "message":
+            item |= {"content": [], "role": "assistant"}
+        else:
+            item |= {"arguments": "", "call_id": "", "name": self._request.fallback_name or ""}
+        added = Ev({"type": "response.output_item.added", "item": item}, None)
+        if isinstance(ev.get("output_index"), int):
+            added.payload["output_index"] = ev.get("output_index")
+        self._added(added)
+        return self.find(ev)
+
+    def _arguments_done(self, ev: Ev, out: Out) -> None:
+        arguments = ev.get("arguments")
+        if not out.arg_deltas and isinstance(arguments, str) and arguments:
+            self.repair(Repair.ARGS_ONLY_IN_DONE)
+            self.arguments_delta(out, arguments)
+        out.args_done = True
+        self.emit(ev)
+
+    def _item_done(self, ev: Ev) -> None:
+        up = self.find(ev)
+        if up is None:
+            self.emit(ev)
+            return
+        if self._waiting is not None and up is not self._waiting:
+            self._held.append(ev)
+            return
+        if up.queue is not None:
+            self.name_known(up, ev.get("item"))
+            up = self.find(ev) or up
+        if up.extractor is not None or up.rewritten or (up.target is None and up.deferred):
+            native_text.text_done(self, up, ev)
+            return
+        out = up.target
+        if up.closed_early or (out is None and up.done):
+            if not up.closed_early:
+                self.emit(ev)
+            up.done = True
+            return
+        if out is None or (self._open is not out and self._open is not None):
+            self._held.append(ev)
+            return
+        up.done = True
+        item = ev.payload["item"]
+        self.fix_item_fields_done(ev, item, out)
+        if out.type == "function_call":
+            self._call_done(ev, item, out)
+        elif out.type == "message" and out.part_open:
+            native_text.close_part(self, out)
+        self.finish(out, item)
+        self.emit(ev)
+        self.release()
+
+    def fix_item_fields_done(self, ev: Ev, item: JSONObject, out: Out) -> None:
+        if item.get("id") != out.id:
+            self.repair(Repair.ITEM_ID_ROTATING if item.get("id") else Repair.ITEM_ID_MISSING)
+            item["id"] = out.id
+            ev.changed()
+        if ev.get("output_index") is None:
+            self.repair(Repair.OUTPUT_INDEX_MISSING)
+        ev.set("output_index", out.index)
+
+    def _call_done(self, ev: Ev, item: JSONObject, out: Out) -> None:
+        for key, value in (("call_id", out.call_id), ("name", out.name)):
+            if item.get(key) != value:
+                self.repair(Repair.NAME_MISSING if key == "name" else Repair.CALL_ID_MISSING)
+                item[key] = value
+                ev.changed()
+        arguments = item.get("arguments")
+        if not out.arg_deltas and isinstance(arguments, str) and arguments:
+            self.repair(Repair.ARGS_ONLY_IN_DONE)
+            self.arguments_delta(out, arguments)
+        if not isinstance(arguments, str):
+            item["arguments"] = out.arguments
+            ev.changed()
+        if not out.args_done:
+            self.repair(Repair.ARGS_DONE_MISSING)
+            self.insert(
+                {
+                    "type": "response.function_call_arguments.done",
+                    "item_id": out.id,
+                    "output_index": out.index,
+                    "arguments": item["arguments"],
+                }
+            )
+            out.args_done = True
+        if loads(item["arguments"]) is INVALID and item.get("status") != "incomplete":
+            self._cut = True
+            item["status"] = "incomplete"
+            ev.changed()
+
+    def finish(self, out: Out, item: JSONObject) -> None:
+        out.done = item
+        if self._open is out:
+            self._open = None
+
+    def release(self) -> None:
+        """The open item is done: the events that waited for it go on, in order (those that
+        must still wait are held again, behind the ones before them)."""
+        while self._held and self._open is None and self._waiting is None:
+            held, self._held = self._held, []
+            for ev in held:
+                self.dispatch(ev)
+
+    def name_known(self, up: Up, done: object) -> None:
+        """A call that waited for its name or call_id: its events go on, with those of its
+        ``output_item.done`` (None: it never came), else the request's only tool and a new id."""
+        queue, up.queue = up.queue or [], None
+        self._waiting = None
+        if not queue:
+            return
+        item = queue[0].payload["item"]
+        later = done if isinstance(done, dict) else {}
+        for key in ("name", "call_id"):
+            if not item.get(key):
+                value = later.get(key)
+                if not isinstance(value, str) or not value:
+                    value = self._request.fallback_name if key == "name" else ""
+                item[key] = value or ""
+                queue[0].changed()
+        self.show(up, queue[0])
+        for ev in queue[1:]:
+            self.dispatch(ev)
+
+    def close_early(self, out: Out) -> None:
+        """End an item the upstream never ended (quirk 3: no output_item.done for calls), at
+        the end of the stream; closing events of its that still come are dropped."""
+        self.repair(Repair.ITEM_DONE_MISSING)
+        for up in self._by_id.values():
+            if up.target is out:
+                up.closed_early = True
+        if out.type == "message":
+            if out.part_open:
+                native_text.close_part(self, out)
+            item = {
+                "id": out.id,
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": [message_part(t) for t in out.texts],
+            }
+        elif out.type == "function_call":
+            if not out.args_done:
+                self.insert(
+                    {
+                        "type": "response.function_call_arguments.done",
+                        "item_id": out.id,
+                        "output_index": out.index,
+                        "arguments": out.arguments,
+                    }
+                )
+                out.args_done = True
+            status = "completed" if loads(out.arguments) is not INVALID else "incomplete"
+            self._cut = self._cut or status == "incomplete"
+            item = {
+                "id": out.id,
+                "type": "function_call",
+                "status": status,
+                "arguments": out.arguments,
+                "call_id": out.call_id,
+                "name": out.name,
+            }
+        else:
+            item = {"id": out.id, "type": out.type}
+        self.finish(out, item)
+        self.insert({"type": "response.output_item.done", "output_index": out.index, "item": item})

@@ -1,0 +1,44 @@
+"""Driving the native repairer over bytes cut in different ways."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from proxy.core.protocols.messages.native import NativeMessages
+from tests.normalize_helpers import bytewise, random_cuts
+
+TOOLS_REQUEST: dict[str, Any] = {
+    "model": "claude-test",
+    "max_tokens": 1024,
+    "messages": [{"role": "user", "content": "go"}],
+    "tools": [
+        {
+            "name": "get_weather",
+            "input_schema": {"type": "object", "properties": {"location": {"type": "string"}}},
+        },
+        {"name": "make_directory", "input_schema": {"type": "object"}},
+    ],
+}
+
+
+def repair(
+    pieces: Sequence[bytes] | bytes,
+    request: object = TOOLS_REQUEST,
+    *,
+    complete: bool = True,
+    **options: Any,
+) -> tuple[bytes, Counter[str]]:
+    if isinstance(pieces, bytes):
+        pieces = [pieces]
+    counter = itertools.count(1)
+    stream = NativeMessages(lambda: f"id{next(counter):05d}", request, **options)
+    out = [data for piece in pieces for data in stream.feed(piece)]
+    out += stream.close(complete=complete)
+    return b"".join(out), stream.repairs
+
+
+def every_cut(data: bytes, seed: str) -> list[list[bytes]]:
+    return [[data], bytewise(data), *random_cuts(data, seed)]
