@@ -48,7 +48,9 @@ class UpstreamSettings(_Strict):
     normalize: bool = True
     output: Literal["streamed", "coalesced"] = "streamed"
     dialects: Literal["auto", "none"] | list[str] = "auto"
-    extract_from_reasoning: bool = False
+    # true: every dialect also in reasoning text; "auto": the dialects whose models write
+    # their calls there (proxy.core.markup.reasoning_names)
+    extract_from_reasoning: bool | Literal["auto"] = "auto"
     dedupe_calls: bool = False
     max_concurrent_requests: int | None = Field(
         None, ge=1

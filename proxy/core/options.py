@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 
 @dataclass(frozen=True, slots=True)
 class NormalizeOptions:
     coalesce: bool = False  #: output form S2 (each call whole in one delta) instead of S1
     dialects: tuple[str, ...] = ()  #: markup dialects (proxy.core.markup) for text; () = off
-    extract_from_reasoning: bool = False  #: also look for markup in reasoning text
+    #: also look for markup in reasoning text: with every dialect (True), none (False), or
+    #: those whose models write calls in their reasoning ("auto": proxy.core.markup.reasoning_names)
+    extract_from_reasoning: bool | Literal["auto"] = "auto"
     #: drop a call equal to the one right before it (same name, JSON-equal arguments)
     dedupe_calls: bool = False
     #: cap on what one stream may hold: argument text kept for checking, held calls and text

@@ -66,7 +66,7 @@ def _dialects(upstream: UpstreamSettings) -> str:
         listed = ", ".join(upstream.dialect_names())
     else:
         listed = upstream.dialects  # "auto" is spelled out under the table
-    return listed + (" (+reasoning)" if upstream.extract_from_reasoning else "")
+    return listed + (" (+reasoning)" if upstream.extract_from_reasoning is True else "")
 
 
 def auto_dialects(settings: Settings) -> list[str]:

@@ -43,7 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dialects", default="auto", help='"auto" (default), "none" or a comma-separated list'
     )
     parser.add_argument(
-        "--extract-from-reasoning", action="store_true", help="also look in reasoning text"
+        "--extract-from-reasoning",
+        action=argparse.BooleanOptionalAction,
+        default="auto",
+        help="also look in reasoning text with every dialect (--no-...: not at all; neither:"
+        " the dialects whose models write calls there)",
     )
 
 

@@ -37,6 +37,8 @@ def test_a_dialect_not_enabled_leaves_its_markup_alone(name):
     sample = SAMPLES[name]
     if name in ("qwen3_coder", "glm"):  # they share <tool_call> with hermes
         others.remove("qwen3_coder" if name == "glm" else "glm")
+    if name == "seed_oss":  # its calls inside the wrapper are qwen3_coder's
+        others.remove("qwen3_coder")
     assert run([sample], others) == [Text(sample)]
 
 

@@ -14,6 +14,7 @@ from proxy.core.errors import ConfigError
 from proxy.core.markup.base import Extractor, Tools
 from proxy.core.markup.block import Dialect
 from proxy.core.markup.deepseek import DeepSeek
+from proxy.core.markup.deepseek_v32 import DeepSeekV32
 from proxy.core.markup.extractor import MarkupExtractor
 from proxy.core.markup.gemma4 import Gemma4
 from proxy.core.markup.glm import Glm
@@ -24,10 +25,13 @@ from proxy.core.markup.hunyuan import Hunyuan
 from proxy.core.markup.kimi_k2 import KimiK2
 from proxy.core.markup.lfm2 import Lfm2
 from proxy.core.markup.llama3_json import Llama3Json
+from proxy.core.markup.minimax import MiniMax
 from proxy.core.markup.mistral import Mistral
 from proxy.core.markup.nemotron import Nemotron
 from proxy.core.markup.pythonic import Pythonic
 from proxy.core.markup.qwen3_coder import Qwen3Coder
+from proxy.core.markup.seed_oss import SeedOss
+from proxy.core.markup.step3 import Step3
 
 # Order matters where dialects share a marker (<tool_call>): the first to recognise the
 # block's content takes it.
@@ -36,11 +40,15 @@ DIALECTS: Final[Mapping[str, type[Dialect]]] = {
     for dialect in (
         Hermes,
         Qwen3Coder,
+        SeedOss,
         Glm,
+        MiniMax,
         Mistral,
         Llama3Json,
         Pythonic,
         DeepSeek,
+        DeepSeekV32,
+        Step3,
         KimiK2,
         Harmony,
         Granite,
@@ -61,6 +69,16 @@ def check_names(names: Sequence[str]) -> tuple[str, ...]:
         known = ", ".join(sorted(DIALECTS)) or "(none)"
         raise ConfigError(f"unknown dialect(s) {', '.join(unknown)}; known: {known}, auto")
     return tuple(names)
+
+
+def reasoning_names(names: Sequence[str], setting: bool | str) -> tuple[str, ...]:
+    """The dialects looked for in reasoning text (``extract_from_reasoning``): all of
+    ``names`` (true), none (false), or those whose models are known to write their calls in
+    their reasoning ("auto", ``Dialect.in_reasoning``)."""
+    selected = check_names(names)
+    if setting == "auto":
+        return tuple(name for name in selected if DIALECTS[name].in_reasoning)
+    return selected if setting is True else ()
 
 
 def build_extractor(names: Sequence[str], tools: Tools) -> Extractor | None:

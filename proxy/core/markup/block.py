@@ -315,6 +315,9 @@ class Dialect:
     like their beginning (`` a``, ``basic``). So they are recognised where the content starts,
     and anywhere only in content that starts with one of ``word_starts``: the words such a
     stream of the dialect begins with.
+
+    ``in_reasoning``: the dialect's models are known to write their calls inside their
+    reasoning, where ``extract_from_reasoning = "auto"`` looks for this dialect's markup.
     """
 
     name: ClassVar[str]
@@ -322,6 +325,7 @@ class Dialect:
     start_openers: ClassVar[tuple[str, ...]] = ()
     word_openers: ClassVar[tuple[str, ...]] = ()
     word_starts: ClassVar[tuple[str, ...]] = ()
+    in_reasoning: ClassVar[bool] = False
 
     def __init__(self, tools: Tools) -> None:
         self.tools = tools

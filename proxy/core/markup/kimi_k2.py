@@ -12,6 +12,10 @@ The Kimi-K2-Thinking chat template (llama.cpp ``models/templates/Kimi-K2-Thinkin
 The id ``functions.NAME:IDX`` is the call's id (``CallOpen.id``): Kimi matches tool results
 to calls by it, and breaks when a server rewrites it (vllm#46344, llxprt-code#713). A call
 without the section markers (``<|tool_call_begin|>`` alone) is taken too.
+
+Kimi K2 writes its calls inside its reasoning too (vllm#31896: without ``<think>`` tags the
+whole output, markers included, lands in the reasoning), so ``extract_from_reasoning =
+"auto"`` looks for this dialect there.
 """
 
 from __future__ import annotations
@@ -82,6 +86,7 @@ class KimiBlock(JsonBlock):
 class KimiK2(Dialect):
     name = "kimi_k2"
     openers = (SECTION_BEGIN, CALL_BEGIN)
+    in_reasoning = True
 
     def block(self, marker: str) -> Block:
         return KimiBlock(marker)

@@ -84,6 +84,14 @@ def typed_json(text: str, schema: Schema | None) -> str:
     return string_json(text)
 
 
+def json_value(text: str) -> str | None:
+    """The JSON text of a value the markup says is JSON, compacted; None when it is not."""
+    try:
+        return orjson.dumps(orjson.loads(text.strip())).decode()
+    except orjson.JSONDecodeError:
+        return None
+
+
 def string_json(text: str) -> str:
     return orjson.dumps(text).decode()
 

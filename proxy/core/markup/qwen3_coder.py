@@ -42,8 +42,10 @@ _VALUE_END = MarkerScanner(("\n</parameter>", "</parameter>"))
 
 
 class Qwen3CoderBlock(ParamsBlock):
-    def __init__(self, marker: str, dialect: Qwen3Coder) -> None:
-        wrapped = marker == OPEN
+    CLOSE: ClassVar[str] = CLOSE  # the wrapper's end (Seed-OSS has its own wrapper)
+
+    def __init__(self, marker: str, dialect: Dialect) -> None:
+        wrapped = marker != FUNCTION
         super().__init__(marker, "enter" if wrapped else "function", dialect.schemas)
         self._wrapped = wrapped
         self._callee = ""
@@ -96,7 +98,7 @@ class Qwen3CoderBlock(ParamsBlock):
 
     def _exit(self, final: bool) -> bool:
         self.skip_ws()
-        tag = self.literal((FUNCTION, CLOSE), final)
+        tag = self.literal((FUNCTION, self.CLOSE), final)
         if tag is None:
             return False
         self.state = "function" if tag == FUNCTION else DONE

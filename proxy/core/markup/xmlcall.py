@@ -16,7 +16,14 @@ import orjson
 
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen
 from proxy.core.markup.block import BlockParser, Handler
-from proxy.core.markup.params import ArgsWriter, Schema, is_text, string_json, typed_json
+from proxy.core.markup.params import (
+    ArgsWriter,
+    Schema,
+    is_text,
+    json_value,
+    string_json,
+    typed_json,
+)
 from proxy.core.markup.scan import MarkerScanner
 
 
@@ -32,6 +39,7 @@ class ParamsBlock(BlockParser):
         self._schema: Schema | None = None
         self._value_end: MarkerScanner | None = None
         self._after_value = ""
+        self._json = False
 
     def open_call(self, name: str) -> None:
         self._schemas = self._all_schemas.get(name, {})
@@ -41,13 +49,17 @@ class ParamsBlock(BlockParser):
     def close_call(self) -> None:
         self.emit(CallArgs(self._writer.end()), CallClose())
 
-    def begin_value(self, key: str, value_end: MarkerScanner, after: str) -> None:
-        """The value of ``key`` starts at the cursor and ends at a marker of ``value_end``."""
+    def begin_value(
+        self, key: str, value_end: MarkerScanner, after: str, json: bool = False
+    ) -> None:
+        """The value of ``key`` starts at the cursor and ends at a marker of ``value_end``.
+        ``json``: the markup says the value is JSON (DSML's ``string="false"``)."""
         self._key = key
         self._schema = self._schemas.get(key)
         self._value_end = value_end
         self._after_value = after
-        if is_text(self._schema):
+        self._json = json
+        if not json and is_text(self._schema):
             self.emit(CallArgs(self._writer.key(key) + '"'))
             self.state = "text_value"
         else:
@@ -74,7 +86,10 @@ class ParamsBlock(BlockParser):
         value = self.gather(self._value_end, final)
         if value is None:
             return False
-        self.emit(CallArgs(self._writer.key(self._key) + typed_json(value, self._schema)))
+        converted = json_value(value) if self._json else None
+        if converted is None:
+            converted = typed_json(value, self._schema)
+        self.emit(CallArgs(self._writer.key(self._key) + converted))
         self.state = self._after_value
         return True
 

@@ -152,16 +152,16 @@ class _Fixer:
         return bool(self._options.dialects) and self._request.allows_extraction
 
     def _extract(self, message: JSONObject) -> bool:
-        keys = ["content"]
-        if self._options.extract_from_reasoning:
-            keys += ["reasoning_content", "reasoning"]
+        names = self._options.dialects
+        in_reasoning = dialects.reasoning_names(names, self._options.extract_from_reasoning)
+        by_key = {"content": names, "reasoning_content": in_reasoning, "reasoning": in_reasoning}
         calls: list[JSONObject] = []
         texts: dict[str, str] = {}
-        for key in keys:
+        for key, key_names in by_key.items():
             text = message.get(key)
             if not isinstance(text, str) or not text:
                 continue
-            extractor = dialects.build_extractor(self._options.dialects, self._request.tools)
+            extractor = dialects.build_extractor(key_names, self._request.tools)
             if extractor is None:
                 continue
             try:

@@ -42,7 +42,8 @@ class MarkupBridge(CallMatching):
 
     def _extractor(self, key: str) -> Extractor | None:
         if key not in self._extractors:
-            self._extractors[key] = dialects.build_extractor(self._s.dialect_names, self._s.tools)
+            names = self._s.dialect_names if key == "content" else self._s.reasoning_dialect_names
+            self._extractors[key] = dialects.build_extractor(names, self._s.tools)
             self._markup_call[key] = None
             self._held_text[key] = ""
         return self._extractors[key]

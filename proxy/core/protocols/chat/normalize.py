@@ -47,6 +47,7 @@ from dataclasses import replace
 from typing import Final, cast
 
 from proxy.core.ids import IdPool
+from proxy.core.markup import reasoning_names
 from proxy.core.options import NormalizeOptions, RequestInfo
 from proxy.core.protocols.chat.choice import ChoiceNormalizer
 from proxy.core.protocols.chat.chunks import (
@@ -87,12 +88,14 @@ class StreamNormalizer:
     ) -> None:
         self.options = options
         extract: tuple[str, ...] = ()
+        in_reasoning = reasoning_names(options.dialects, options.extract_from_reasoning)
         if options.dialects and request.allows_extraction:
-            extract = ("content", *(_REASONING_KEYS if options.extract_from_reasoning else ()))
+            extract = ("content", *(_REASONING_KEYS if in_reasoning else ()))
         self._ctx = StreamContext(
             coalesce=options.coalesce,
             extract=extract,
             dialect_names=options.dialects,
+            reasoning_dialect_names=in_reasoning,
             tools=request.tools,
             fallback_name=request.fallback_name,
             ids=IdPool(new_id),

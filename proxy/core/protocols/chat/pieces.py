@@ -48,6 +48,7 @@ class StreamContext:
     tools: list[JSONObject]
     fallback_name: str | None  #: the name a nameless call must have, from the request
     ids: IdPool
+    reasoning_dialect_names: tuple[str, ...] = ()  #: the dialects for reasoning text
     dedupe: bool = False  #: drop a call equal to the one before it (dedupe_calls)
     repairs: Counter[str] = field(default_factory=Counter)
     dropped: list[str] = field(default_factory=list)
