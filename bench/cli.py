@@ -21,7 +21,11 @@ from bench.shapes import SHAPES
 ALL_LOADS = "1x0,10x0,100x0,1x20,10x20,100x20"
 QUICK_LOADS = "10x0,100x20"
 TARGETS = ("direct", "proxy", "nginx", "bare", "litellm")
-MORE_TARGETS = ("proxy@DIR (the proxy of another checkout)", "bare-asyncio")
+MORE_TARGETS = (
+    "proxy@DIR (the proxy of another checkout)",
+    "proxy-wN (the proxy with --workers N)",
+    "bare-asyncio",
+)
 
 
 def _loads(spec: str) -> list[Load]:
@@ -84,6 +88,8 @@ def _targets(names: list[str], args: argparse.Namespace) -> list[targets.Target]
                 print("toolcall-proxy: proxy/cli.py not found, skipped", file=sys.stderr)
                 continue
             chosen.append(targets.Proxy())
+        elif name.startswith("proxy-w") and name.removeprefix("proxy-w").isdigit():
+            chosen.append(targets.Proxy(workers=int(name.removeprefix("proxy-w"))))
         elif name.startswith("proxy@"):
             root = Path(name.removeprefix("proxy@")).resolve()
             if not (root / "proxy" / "cli.py").is_file():

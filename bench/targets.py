@@ -139,15 +139,18 @@ class Proxy(Target):
     """This project's proxy, run the way a user runs it; from another checkout (``root``, e.g.
     a git worktree of an older commit) to compare before and after a change in one run."""
 
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None = None, workers: int = 1) -> None:
         super().__init__()
         self.name = "toolcall-proxy" + (f"@{root.name}" if root else "")
+        self.name += f" ({workers} workers)" if workers > 1 else ""
         self.cwd = root or ROOT
+        self.workers = workers  # its CPU is the whole process tree's: supervisor and workers
 
     def argv(self, upstream: str, port: int, workdir: Path) -> list[str]:
         config = workdir / f"{self.name}.toml"
         config.write_text(f'[[upstreams]]\nname = "bench"\nurl = "{upstream}"\nmodels = ["*"]\n')
-        return [sys.executable, "-m", "proxy", "--config", str(config), "--port", str(port)]
+        argv = [sys.executable, "-m", "proxy", "--config", str(config), "--port", str(port)]
+        return argv + (["--workers", str(self.workers)] if self.workers > 1 else [])
 
     def version(self) -> str:
         git = ["git", "-C", str(self.cwd)]

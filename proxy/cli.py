@@ -1,4 +1,5 @@
-"""Command line: ``toolcall-proxy [--config PATH] [--host HOST] [--port PORT]`` serves.
+"""Command line: ``toolcall-proxy [--config PATH] [--host HOST] [--port PORT] [--workers N]``
+serves.
 
 ``toolcall-proxy COMMAND ...`` runs one of the operator tools listed in ``COMMANDS`` instead
 (``check``, ``fix``, ``probe``, ``demo``; each has ``--help``).
@@ -31,6 +32,7 @@ from proxy.settings import (
 from proxy.shell.accesslog import configure_logging
 from proxy.shell.app import create_app
 from proxy.shell.limits import LISTEN_BACKLOG, server_options
+from proxy.shell.supervisor import supervise
 from proxy.tools import check, demo, fix, probe
 
 PROG = "toolcall-proxy"
@@ -67,12 +69,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help=f"port to listen on (default {DEFAULT_PORT})")
     parser.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    parser.add_argument(
+        "--workers", type=int, help="processes serving the one port (default 1; `workers`)"
+    )
     return parser
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     return load_settings(
-        resolve_config_path(args.config), host=args.host, port=args.port, log_level=args.log_level
+        resolve_config_path(args.config),
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        workers=args.workers,
     )
 
 
@@ -86,8 +95,10 @@ def event_loop() -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop()
 
 
-def serve(settings: Settings) -> None:
+def serve(settings: Settings) -> int:
     configure_logging(settings.log_level)
+    if settings.workers > 1:
+        return supervise(settings, event_loop)
     web.run_app(
         create_app(settings),
         host=settings.host,
@@ -102,6 +113,7 @@ def serve(settings: Settings) -> None:
         **server_options(settings),
         print=lambda line: logging.getLogger("toolcall_proxy").info("%s", line.strip()),
     )
+    return 0
 
 
 def run_command(name: str, argv: Sequence[str]) -> int:
@@ -127,7 +139,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = settings_from_args(args)
+        return serve(settings)
     except ConfigError as exc:
         return config_error(exc)
-    serve(settings)
-    return 0

@@ -208,6 +208,9 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    # Processes serving the one listening socket (proxy/shell/supervisor.py); 1 serves in this
+    # process, as before workers existed.
+    workers: int = Field(1, ge=1, le=256)
     upstreams: list[UpstreamSettings] = Field(default_factory=_default_upstreams, min_length=1)
     default_upstream: str | None = None
     timeouts: TimeoutSettings = TimeoutSettings()

@@ -10,7 +10,9 @@ turns it off. Fields: ``time``, ``request_id``, ``method``, ``path``, ``upstream
 ``model``, ``status``, ``duration_ms``, ``ttfb_ms`` (request received to the first body byte
 sent; null without a body), ``bytes`` and ``chunks`` (body bytes and writes sent to the
 client), ``bytes_upstream`` (body bytes read from the upstream), ``rewritten``, ``end``,
-``repairs`` (kind -> count) and ``upstream_errors`` (kinds).
+``repairs`` (kind -> count) and ``upstream_errors`` (kinds). With several workers
+(``workers`` > 1) every JSON line also names the process that wrote it, ``worker`` (1..N),
+right after ``time``; with one worker the field is absent.
 """
 
 from __future__ import annotations
@@ -111,23 +113,36 @@ def log_exchange(exchange: Exchange) -> None:
 class JsonAccessFormatter(logging.Formatter):
     """Formats an access record as one JSON object; other records as JSON with a message."""
 
+    def __init__(self, worker: int = 0) -> None:
+        super().__init__()
+        self._worker = {"worker": worker} if worker else {}
+
     def format(self, record: logging.LogRecord) -> str:
         time = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
         fields = getattr(record, "access", None)
         if not isinstance(fields, dict):
             fields = {"level": record.levelname.lower(), "message": record.getMessage()}
-        return orjson.dumps({"time": time.replace("+00:00", "Z"), **fields}).decode()
+        return orjson.dumps(
+            {"time": time.replace("+00:00", "Z"), **self._worker, **fields}
+        ).decode()
 
 
-def configure_logging(level: str, stream: Any = None) -> None:
+def configure_logging(level: str, stream: Any = None, worker: int = 0) -> None:
     """The process's logging: ``level`` for every logger; the access log as JSON lines only.
 
     Both go to ``stream`` (stderr by default), where container runtimes and journald collect them.
+    ``worker`` (1..N, one of several worker processes) is named on every line; a worker calls
+    this again after the fork, replacing the supervisor's handlers.
     """
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=stream)
+    where = f"[worker {worker}] " if worker else ""
+    logging.basicConfig(
+        format=f"%(asctime)s %(levelname)s %(name)s {where}%(message)s",
+        stream=stream,
+        force=bool(worker),
+    )
     logging.getLogger().setLevel(level.upper())
     handler = logging.StreamHandler(stream)
-    handler.setFormatter(JsonAccessFormatter())
+    handler.setFormatter(JsonAccessFormatter(worker))
     for old in list(access_log.handlers):
         access_log.removeHandler(old)
     access_log.addHandler(handler)

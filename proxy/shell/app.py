@@ -15,6 +15,7 @@ from proxy.shell.accesslog import access_middleware
 from proxy.shell.app_state import STATE, ProxyState, UpstreamConfig
 from proxy.shell.auth import ClientKeys, auth_middleware
 from proxy.shell.body import expect_handler
+from proxy.shell.fleet_metrics import Fleet
 from proxy.shell.handlers import handle_proxy
 from proxy.shell.keepalive import reuse_tracing
 from proxy.shell.limits import Slots
@@ -63,7 +64,9 @@ async def handle_health(request: web.Request) -> web.Response:
 PUBLIC: Final = frozenset({handle_health, handle_ready})
 
 
-def create_app(settings: Settings) -> web.Application:
+def create_app(settings: Settings, fleet: Fleet | None = None) -> web.Application:
+    """The proxy's app; ``fleet`` when it is one of several workers (its ``/-/metrics`` then
+    reports them all)."""
     middlewares: list[Middleware] = [
         request_id_middleware,
         access_middleware(OWN_PREFIX),
@@ -103,7 +106,9 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(client_session)
     app.router.add_get(OWN_PREFIX + "health", handle_health)
     app.router.add_get(OWN_PREFIX + "ready", handle_ready)
-    app.router.add_get(OWN_PREFIX + "metrics", handle_metrics)
+    app.router.add_get(
+        OWN_PREFIX + "metrics", fleet.handle_metrics if fleet is not None else handle_metrics
+    )
     app.router.add_route(
         "*",
         "/{tail:.*}",

@@ -5,7 +5,8 @@ once through this proxy; one more is refused at once with 429 and ``Retry-After:
 than queued. LLM servers already queue behind their own slots (llama.cpp's ``--parallel``,
 vLLM's scheduler), so a second queue here would only hide the overload and hold sockets,
 while OpenAI-style clients retry a 429 with backoff on their own. A slot is held from routing
-until the response (streamed or not) has ended or the client has left.
+until the response (streamed or not) has ended or the client has left. The count is per
+process: with ``workers = N`` each worker holds its own, so N times the limit can be in flight.
 
 Size caps: the request body (``limits.max_request_body_bytes``, 413, applied by
 :mod:`proxy.shell.body` to bodies the proxy reads) and each request line or header line
