@@ -18,7 +18,7 @@ It checks, and exits 1 when any check fails:
 * at rest after a warm-up (the baseline), half-way and at the end: the task count and open
   file descriptors are back to the baseline, and RSS (measured after gc and malloc_trim) no
   longer grows in the second half.
-It reports the figures the README quotes, including how fast a client's departure cancels the
+It reports the figures docs/operations.md quotes, including how fast a client's departure cancels the
 upstream request.
 """
 

@@ -1,4 +1,4 @@
-"""The README's repair table documents exactly the kinds of the catalog in proxy/core/repairs.py.
+"""docs/repairs.md's repair table documents exactly the kinds of the catalog in proxy/core/repairs.py.
 
 Operators read a ``kind`` label off a metric and look it up in that table, so a kind added to
 the catalog without a row (or a row left behind after a kind is gone) is a bug in the docs.
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from proxy.core.repairs import Repair
 
-README = Path(__file__).parent.parent / "README.md"
+README = Path(__file__).parent.parent / "docs" / "repairs.md"
 TABLE_HEADER = "| repair kind |"
 
 
@@ -34,13 +34,13 @@ def test_the_readme_repair_table_names_every_kind_of_the_catalog_and_no_other() 
     undocumented = sorted(catalog - documented)
     unknown = sorted(documented - catalog)
     assert (undocumented, unknown) == ([], []), (
-        f"in proxy/core/repairs.py but missing from the README's repair table: {undocumented};"
-        f" in the README's repair table but missing from proxy/core/repairs.py: {unknown}"
+        f"in proxy/core/repairs.py but missing from docs/repairs.md's repair table: {undocumented};"
+        f" in docs/repairs.md's repair table but missing from proxy/core/repairs.py: {unknown}"
     )
 
 
 def test_the_table_reader_sees_a_missing_row() -> None:
-    """Guards the guard: dropping one row from the real README makes its kinds undocumented."""
+    """Guards the guard: dropping one row from the real docs/repairs.md makes its kinds undocumented."""
     readme = README.read_text(encoding="utf-8")
     row = next(line for line in readme.splitlines() if line.startswith("| `empty-arguments` |"))
     assert Repair.EMPTY_ARGUMENTS not in documented_kinds(readme.replace(row + "\n", ""))

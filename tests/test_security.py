@@ -1,4 +1,4 @@
-"""Attacks on the proxy, each with the refusal the README documents.
+"""Attacks on the proxy, each with the refusal docs/operations.md documents.
 
 Requests that a client library would normalise (absolute-form targets, dot segments, odd Host
 headers, repeated or oversized headers) are sent as raw bytes over a socket. A *canary*

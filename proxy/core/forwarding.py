@@ -25,6 +25,11 @@ class Forwarding:
     model_map: Mapping[str, str] = field(default_factory=dict)
     max_tokens_limit: int | None = None
 
+    @property
+    def active(self) -> bool:
+        """Whether this upstream changes request bodies at all."""
+        return bool(self.model_map) or self.max_tokens_limit is not None
+
     def upstream_model(self, model: str) -> str | None:
         """The mapped name: an exact key first, else the first glob that matches."""
         exact = self.model_map.get(model)

@@ -118,7 +118,7 @@ class Repair(StrEnum):
 
 # Kinds that report what was seen without changing a byte (quirks.md's DETECT).
 # A repeated call is dropped only from markup (which comes with markup-in-content) or under
-# dedupe_calls; otherwise it is only counted.
+# dedupe_calls; otherwise it is only counted. Native Responses quirks 8 and 9 pass through.
 DETECTED_ONLY: Final = frozenset(
     {
         Repair.ARGS_NOT_JSON,

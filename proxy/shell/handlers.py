@@ -27,6 +27,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from proxy.core.errors import ClientRequestError, UpstreamError, UpstreamTimeout
+from proxy.core.forwarding import Forwarding
 from proxy.core.policy import Mode, Plan, plan_request, rewrites_response
 from proxy.core.protocols.chat.normalize import (
     RequestInfo,
@@ -104,11 +105,7 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
                 plan=plan,
             ) as resp:
                 return await respond_translated(request, state, upstream, plan, chat, resp)
-    if isinstance(payload, dict):
-        forwarded = dict(payload)  # the client's payload stays as it asked, for the answer
-        if forwarding.apply(forwarded):
-            body = orjson.dumps(forwarded)
-        del forwarded  # no parsed copy is held while the upstream works
+    body = _forwarded(forwarding, payload, body)
     if plan.mode is not Mode.NATIVE:
         payload = None  # a chat completion or passthrough needs only the facts taken from it
     with upstream.slots.take():
@@ -116,6 +113,17 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
             if plan.mode is Mode.NATIVE:
                 return await respond_native(request, state, upstream, plan, payload, resp)
             return await _respond(request, state, upstream, plan, facts.info, resp)
+
+
+def _forwarded(
+    forwarding: Forwarding, payload: object, body: bytes | bytearray | None
+) -> bytes | bytearray | None:
+    """The body with the upstream's model_map and max_tokens_limit applied (the client's
+    payload stays as it asked, for the answer); the very body when neither changes it."""
+    if not forwarding.active or not isinstance(payload, dict):
+        return body
+    forwarded = dict(payload)
+    return orjson.dumps(forwarded) if forwarding.apply(forwarded) else body
 
 
 class UpstreamCall:

@@ -15,9 +15,9 @@ from tests.clients.proxy_process import ROOT, ROUTES, ProxyProcess
 from tests.clients.replayer import ReplayerThread
 
 MATRIX_KEY = pytest.StashKey[Matrix]()
-# Set to rewrite the table between the markers below in README.md.
+# Set to rewrite the table between the markers below in docs/clients.md.
 UPDATE_ENV = "TOOLCALL_UPDATE_CLIENT_MATRIX"
-DOCS = (ROOT / "README.md",)
+DOCS = (ROOT / "docs" / "clients.md",)
 BLOCK = re.compile(r"(<!-- client-matrix:begin -->\n).*?(<!-- client-matrix:end -->)", re.S)
 
 
