@@ -1,6 +1,6 @@
 """``python -m bench.core``: the rewriting core alone, in microseconds per event.
 
-The bench's streams (bench/shapes.py) are fed straight to the core's SSERewriter, as
+The bench's streams (bench/shapes.py) are fed straight to the core's ChatSSEStream, as
 the pump feeds them, with no server, socket or event loop: the figure is what the core costs
 per upstream event, apart from everything else the proxy does. Reads are cut three ways: one
 event a read (a server writing tokens slower than the proxy reads them), ten events a read,
@@ -62,8 +62,12 @@ def per_event_us(
             RequestInfo,
             StreamNormalizer,
         )
-        from proxy.core.protocols.chat.rewriter import SSERewriter
         from proxy.shell.random_ids import new_id_factory
+
+        try:
+            from proxy.core.protocols.chat.sse_stream import ChatSSEStream as SSERewriter
+        except ImportError:  # a checkout from before the name ChatSSEStream
+            from proxy.core.protocols.chat.rewriter import SSERewriter  # type: ignore[no-redef]
     except ImportError:  # a checkout from before proxy/core/: the flat layout
         from proxy.dialects import check_names  # type: ignore[no-redef]
         from proxy.ids import new_id_factory  # type: ignore[no-redef]

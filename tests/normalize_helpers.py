@@ -1,5 +1,5 @@
 """Running the streaming normalizer over bytes, the way the aiohttp shell drives it (through
-proxy.core.protocols.chat.rewriter, whose whole-read fast path the reads cut at event boundaries take)."""
+proxy.core.protocols.chat.sse_stream, whose whole-read fast path the reads cut at event boundaries take)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
-from proxy.core.protocols.chat.rewriter import SSERewriter
+from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 
 
 def counting_ids() -> Callable[[], str]:
@@ -54,7 +54,7 @@ def run(
     normalizer = StreamNormalizer(
         options or NormalizeOptions(), request or RequestInfo(), new_id=counting_ids()
     )
-    rewriter = SSERewriter(normalizer, max_event_bytes=1 << 20)
+    rewriter = ChatSSEStream(normalizer, max_event_bytes=1 << 20)
     out: list[bytes] = []
     for piece in pieces:
         out += rewriter.feed(piece)

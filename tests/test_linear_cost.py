@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
-from proxy.core.protocols.chat.rewriter import SSERewriter
+from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from tests.normalize_helpers import counting_ids
 
 GROWTH = 16
@@ -81,11 +81,11 @@ def _cpu_once(stream: bytes, coalesce: bool) -> float:
     normalizer = StreamNormalizer(
         NormalizeOptions(coalesce=coalesce), RequestInfo.from_body({}), new_id=counting_ids()
     )
-    rewriter = SSERewriter(normalizer, max_event_bytes=1 << 20)
+    chat = ChatSSEStream(normalizer, max_event_bytes=1 << 20)
     started = time.process_time()
     for i in range(0, len(stream), 1500):
-        rewriter.feed(stream[i : i + 1500])
-    rewriter.close(complete=True)
+        chat.feed(stream[i : i + 1500])
+    chat.close(complete=True)
     return time.process_time() - started
 
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from proxy.core.protocols.chat.choice import ChoiceNormalizer
 from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
-from proxy.core.protocols.chat.rewriter import SSERewriter
+from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from tests.dialects.helpers import tokens
 from tests.normalize_helpers import counting_ids, eventwise
 from tests.test_normalize_dialects import ON, TOOLS, hermes, stream
@@ -38,7 +38,7 @@ def compact(body: bytes) -> bytes:
 def drive(body: bytes, group: int) -> tuple[bytes, list[int]]:
     """The client's bytes, and the text counted as held after each read (``group`` events)."""
     normalizer = StreamNormalizer(ON, RequestInfo.from_body(TOOLS), new_id=counting_ids())
-    rewriter = SSERewriter(normalizer, max_event_bytes=1 << 20)
+    rewriter = ChatSSEStream(normalizer, max_event_bytes=1 << 20)
     out: list[bytes] = []
     held: list[int] = []
     for read in eventwise(body, group):

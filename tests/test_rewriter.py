@@ -8,7 +8,7 @@ from proxy.core.markup import check_names
 from proxy.core.markup.extractor import MarkupExtractor
 from proxy.core.protocols.chat import normalize
 from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
-from proxy.core.protocols.chat.rewriter import SSERewriter
+from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.sse import Event, RawBytes, SSEDecoder
 from tests.normalize_helpers import counting_ids
 from tests.streams import chunk_event as chunk
@@ -16,13 +16,13 @@ from tests.streams import chunk_event as chunk
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
 
 
-def rewriter(*, tools: bool) -> SSERewriter:
+def rewriter(*, tools: bool) -> ChatSSEStream:
     normalizer = StreamNormalizer(
         NormalizeOptions(dialects=check_names(["auto"])),
         RequestInfo(tools=TOOLS if tools else []),
         new_id=counting_ids(),
     )
-    return SSERewriter(normalizer, max_event_bytes=1 << 20)
+    return ChatSSEStream(normalizer, max_event_bytes=1 << 20)
 
 
 def test_a_read_of_plain_events_goes_out_as_the_same_bytes_object() -> None:

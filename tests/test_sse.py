@@ -9,7 +9,18 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from proxy.core.sse import DONE, Event, RawBytes, SSEDecoder, encode_event, slices
+from proxy.core.sse import (
+    DONE,
+    Event,
+    RawBytes,
+    SSEDecoder,
+    encode_event,
+    first_event_end,
+    plain_data,
+    plain_datas,
+    slices,
+    split_whole_events,
+)
 
 
 def decode(chunks: Iterable[bytes], *, max_event_bytes: int = 1 << 20) -> list[Event | RawBytes]:
@@ -271,3 +282,32 @@ def test_a_read_no_longer_than_a_slice_is_not_copied() -> None:
     data = b"data: x\n\n" * 10
     [part] = slices(data, len(data))
     assert part is data
+
+
+# -- reads cut at event ends (the whole-read fast paths ask these, never the bytes) ---------
+
+
+def test_the_end_of_an_event_begun_in_an_earlier_read():
+    assert first_event_end(b'ta: {"a": 1}\n\ndata: x\n\n') == len(b'ta: {"a": 1}\n\n')
+    assert first_event_end(b'ta: {"a": 1}\n') == -1
+    assert first_event_end(b"\n\n") == 2
+
+
+def test_a_read_cut_after_its_last_whole_event():
+    assert split_whole_events(b"data: a\n\ndata: b\n\ndata: c") == (
+        b"data: a\n\ndata: b\n\n",
+        b"data: c",
+    )
+    assert split_whole_events(b"data: a\n\n") == (b"data: a\n\n", b"")
+    assert split_whole_events(b"data: a\n") == (b"", b"data: a\n")
+
+
+def test_the_data_of_plain_events_is_what_the_decoder_reads():
+    read = b'data: {"a": 1}\n\ndata: {"b": 2}\n\ndata: [DONE]\n\n'
+    decoder = SSEDecoder()
+    decoder.feed(b"data: first\n\n")  # not at the stream's start, where a BOM may be
+    assert decoder.plain_events(read) == 3
+    events = SSEDecoder().feed(read)
+    assert plain_datas(read) == [e.data for e in events if isinstance(e, Event)]
+    one = b'data: {"a": 1}\n\n'
+    assert plain_data(one) == b'{"a": 1}' == plain_datas(one)[0]

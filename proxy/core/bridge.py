@@ -1,9 +1,9 @@
 """A chat upstream's stream for a client of another protocol: repair as chat, then translate.
 
-Upstream bytes go through the chat rewriter (every chat repair and markup dialect), whose
-canonical chunks the chat decoder turns into neutral events for the client protocol's
-encoder. The bridge has the rewriter's verbs (``feed(bytes)``, ``close(complete=...)``), so the
-shell drives it as it drives a chat stream.
+Upstream bytes go through the chat stream (chat/sse_stream.py: every chat repair and markup
+dialect), whose canonical chunks the chat decoder turns into neutral events for the client
+protocol's encoder. The bridge has the chat stream's verbs (``feed(bytes)``,
+``close(complete=...)``), so the shell drives it as it drives a chat stream.
 
 The one rule of its own: chat bytes never reach a client of another protocol. The chat path
 fails open by forwarding the upstream's bytes as they came (past the cap, or past an event
@@ -18,16 +18,16 @@ from proxy.core.events import Failed, StreamEvent
 from proxy.core.protocols.base import Encoder
 from proxy.core.protocols.chat.decode import ChatDecoder
 from proxy.core.protocols.chat.normalize import StreamNormalizer
-from proxy.core.protocols.chat.rewriter import SSERewriter
+from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.sse import Event, SSEDecoder
 
 GAVE_UP = "the proxy could not rewrite the upstream's stream (it outgrew the proxy's limits)"
 
 
 class ChatBridge:
-    def __init__(self, rewriter: SSERewriter, encoder: Encoder, *, max_event_bytes: int) -> None:
-        self.normalizer: StreamNormalizer = rewriter.normalizer
-        self._rewriter = rewriter
+    def __init__(self, chat: ChatSSEStream, encoder: Encoder, *, max_event_bytes: int) -> None:
+        self.normalizer: StreamNormalizer = chat.normalizer
+        self._chat = chat
         self._encoder = encoder
         self._chunks = SSEDecoder(max_event_bytes=max_event_bytes)
         self._decoder = ChatDecoder()
@@ -38,16 +38,16 @@ class ChatBridge:
         if self._failed:
             self.dropped_bytes += len(chunk)
             return []
-        return self._translate(self._rewriter.feed(chunk))
+        return self._translate(self._chat.feed(chunk))
 
     def close(self, *, complete: bool) -> list[bytes]:
         if self._failed:
             return []
-        out = self._translate(self._rewriter.close(complete=complete))
+        out = self._translate(self._chat.close(complete=complete))
         return out + self._end(complete)
 
     def _end(self, complete: bool) -> list[bytes]:
-        if self._failed:  # the rewriter gave up while it closed
+        if self._failed:  # the chat stream gave up while it closed
             return []
         out: list[bytes] = []
         for item in self._chunks.close():

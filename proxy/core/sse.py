@@ -105,7 +105,7 @@ class SSEDecoder:
         ending in LF LF, starting where the previous events ended; 0 for any other read.
 
         Such a read leaves the decoder as it found it, so a caller that finds nothing to change
-        in its bytes (chat/rewriter.py) may forward it whole without feeding it here: a handful
+        in its bytes (chat/sse_stream.py) may forward it whole without feeding it here: a handful
         of byte counts in C instead of an Event per event.
         """
         if (
@@ -218,6 +218,35 @@ class SSEDecoder:
         )
         self._reset_fields()
         return event
+
+
+# -- reads cut at event ends: what the whole-read fast paths know of the framing ---------------
+# A caller that forwards whole events unfed (chat/sse_stream.py) cuts reads where events end
+# and reads their data only through these, so that framing stays known here alone.
+
+
+def first_event_end(chunk: bytes) -> int:
+    """Where the event that an earlier read began ends in ``chunk``: after its blank line
+    (LF LF); -1 when it does not end in this read."""
+    end = chunk.find(b"\n\n")
+    return -1 if end < 0 else end + 2
+
+
+def split_whole_events(chunk: bytes) -> tuple[bytes, bytes]:
+    """``chunk`` cut after its last blank line (LF LF): the whole events (b"" if none) and the
+    start of one that a later read ends."""
+    end = chunk.rfind(b"\n\n") + 2
+    return (chunk[:end], chunk[end:]) if end > 1 else (b"", chunk)
+
+
+def plain_data(event: bytes) -> bytes:
+    """The data of one whole one-line data event (``plain_events`` counted it as one)."""
+    return event[6:-2]
+
+
+def plain_datas(read: bytes) -> list[bytes]:
+    """The data of each event of a read of whole one-line data events (``plain_events``)."""
+    return [event[6:] for event in read[:-2].split(b"\n\n")]
 
 
 def encode_event(data: bytes, *, event: str | None = None) -> bytes:

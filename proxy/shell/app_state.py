@@ -7,11 +7,10 @@ from dataclasses import dataclass
 
 from aiohttp import ClientSession, web
 
-from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
+from proxy.core.protocols.chat.normalize import NormalizeOptions
 from proxy.core.routing import Router, Upstream
 from proxy.settings import Settings, UpstreamSettings
 from proxy.shell.limits import Slots
-from proxy.shell.random_ids import new_id_factory
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,19 +31,6 @@ class ProxyState:
 
     def upstream(self, name: str) -> UpstreamConfig:
         return self.upstreams[name]
-
-
-def is_chat_completion(request: web.Request) -> bool:
-    return request.method == "POST" and request.path.endswith("/chat/completions")
-
-
-def stream_normalizer(
-    upstream: UpstreamConfig, request: web.Request, info: RequestInfo
-) -> StreamNormalizer | None:
-    """The rewriting stage for a streamed chat completion, or None to pass it through."""
-    if upstream.normalize is None or not is_chat_completion(request):
-        return None
-    return StreamNormalizer(upstream.normalize, info, new_id=new_id_factory())
 
 
 STATE = web.AppKey("state", ProxyState)

@@ -44,25 +44,27 @@ class Exchange:
     meter: StreamMeter = field(default_factory=StreamMeter)
     # The stream's normalizer: its ``repairs`` (kind -> count, proxy.core.repairs) are read at the
     # end, so that a stream the client abandons still counts what was already done.
-    rewriter: Repairing | None = None
+    repair_source: Repairing | None = None
     repairs: Counter[str] = field(default_factory=Counter)  # of a completion rewritten whole
     upstream_errors: list[tuple[str, str]] = field(default_factory=list)  # (upstream, kind)
 
     def upstream_failed(self, upstream: str, kind: str) -> None:
         self.upstream_errors.append((upstream, kind))
 
-    def response_started(self, status: int, *, streaming: bool, rewriter: Repairing | None) -> None:
+    def response_started(
+        self, status: int, *, streaming: bool, repair_source: Repairing | None
+    ) -> None:
         self.meter.client_headers_at = perf_counter()
         self.status = status
         self.streaming = streaming
-        self.rewriter = rewriter
-        self.rewritten = rewriter is not None
+        self.repair_source = repair_source
+        self.rewritten = repair_source is not None
         if status >= 500:
             self.upstream_failed(self.upstream, "http_5xx")
 
     def completion_rewritten(self, status: int, repairs: Counter[str]) -> None:
         """A whole (non-streamed) completion was read, repaired and answered in one piece."""
-        self.response_started(status, streaming=False, rewriter=None)
+        self.response_started(status, streaming=False, repair_source=None)
         self.rewritten = True
         self.repairs.update(repairs)
         self.end = "complete"
@@ -73,9 +75,9 @@ class Exchange:
             self.upstream_failed(self.upstream, end)
 
     def all_repairs(self) -> Counter[str]:
-        if self.rewriter is None:
+        if self.repair_source is None:
             return Counter(self.repairs)
-        return self.repairs + self.rewriter.repairs
+        return self.repairs + self.repair_source.repairs
 
 
 EXCHANGE = web.RequestKey("exchange", Exchange)

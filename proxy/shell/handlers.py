@@ -28,9 +28,13 @@ from yarl import URL
 
 from proxy.core.errors import ClientRequestError, UpstreamError, UpstreamTimeout
 from proxy.core.forwarding import Forwarding
-from proxy.core.policy import Mode, Plan, plan_request
-from proxy.core.protocols.chat.normalize import RequestInfo, normalize_completion
-from proxy.core.protocols.chat.rewriter import SSERewriter
+from proxy.core.policy import Mode, Plan, plan_request, rewrites_response
+from proxy.core.protocols.chat.normalize import (
+    RequestInfo,
+    StreamNormalizer,
+    normalize_completion,
+)
+from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.routing import is_safe_path, upstream_url
 from proxy.settings import Settings
 from proxy.shell import keepalive
@@ -39,8 +43,6 @@ from proxy.shell.app_state import (
     STATE,
     ProxyState,
     UpstreamConfig,
-    is_chat_completion,
-    stream_normalizer,
 )
 from proxy.shell.bodies import media_type, read_capped
 from proxy.shell.body import ForwardedBody, body_facts, read_body
@@ -110,7 +112,7 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
         async with UpstreamCall(request, state, upstream, body, plan=plan) as resp:
             if plan.mode is Mode.NATIVE:
                 return await respond_native(request, state, upstream, plan, payload, resp)
-            return await _respond(request, state, upstream, facts.info, resp)
+            return await _respond(request, state, upstream, plan, facts.info, resp)
 
 
 def _forwarded(
@@ -220,24 +222,27 @@ async def _respond(
     request: web.Request,
     state: ProxyState,
     upstream: UpstreamConfig,
+    plan: Plan,
     info: RequestInfo,
     resp: ClientResponse,
 ) -> web.StreamResponse:
+    """A chat completion's or a passthrough request's response; the plan says which is
+    rewritten (proxy.core.policy)."""
     exchange = request[EXCHANGE]
     exchange.meter.upstream_headers_at = perf_counter()
     kind = media_type(resp)
-    rewritable = resp.status == 200 and hdrs.CONTENT_ENCODING not in resp.headers
+    encoded = hdrs.CONTENT_ENCODING in resp.headers
+    rewrite = rewrites_response(plan, resp.status, kind, encoded)
     head = b""
-    if rewritable and kind == "application/json" and upstream.normalize is not None:
-        body, complete = b"", False
-        if is_chat_completion(request):
-            body, complete = await read_capped(resp, state.settings.limits.max_response_body_bytes)
+    if rewrite and kind == "application/json":
+        body, complete = await read_capped(resp, state.settings.limits.max_response_body_bytes)
         if complete:
             return _completion_response(request, upstream, info, resp, body)
         head = body  # too large to hold: what was read goes out first, the rest streams
     normalizer = None
-    if rewritable and kind == "text/event-stream":
-        normalizer = stream_normalizer(upstream, request, info)
+    if rewrite and kind == "text/event-stream":
+        assert upstream.normalize is not None  # a chat plan is made only for a normalizing one
+        normalizer = StreamNormalizer(upstream.normalize, info, new_id=new_id_factory())
     response = web.StreamResponse(status=resp.status, reason=resp.reason)
     drop = (hdrs.CONTENT_LENGTH,) if normalizer is not None else ()
     response.headers.extend(end_to_end(resp.headers, drop=drop))
@@ -246,7 +251,7 @@ async def _respond(
         response.headers["X-Accel-Buffering"] = "no"
     await response.prepare(request)
     exchange.response_started(
-        resp.status, streaming=kind == "text/event-stream", rewriter=normalizer
+        resp.status, streaming=kind == "text/event-stream", repair_source=normalizer
     )
     if head:
         exchange.meter.received(head)
@@ -258,9 +263,9 @@ async def _respond(
         upstream,
         resp,
         response,
-        rewriter=None
+        transform=None
         if normalizer is None
-        else SSERewriter(normalizer, max_event_bytes=state.settings.limits.max_event_bytes),
+        else ChatSSEStream(normalizer, max_event_bytes=state.settings.limits.max_event_bytes),
         repairs=None if normalizer is None else normalizer.repairs,
     )
 

@@ -20,7 +20,7 @@ class StreamMeter:
     client_headers_at: float | None = None  # ... when the client's response headers went out
     first_in_at: float | None = None  # ... when the first upstream body bytes came
     first_out_at: float | None = None  # ... when the first body bytes were handed to the client
-    # Seconds the decoder and rewriter took for each upstream read of a rewritten stream;
+    # Seconds the core (decoder and normalizer) took for each upstream read of a rewritten stream;
     # turned into histogram observations once, at the end, off the streaming path.
     processing: list[float] = field(default_factory=list)
 

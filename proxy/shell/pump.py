@@ -1,15 +1,16 @@
 """The one loop on the streaming path: upstream reads -> (optional rewriting core) -> client.
 
-The pump decides nothing about tool calls. Without a rewriter each upstream read is written
-to the client as it is, at once. With one, reads go through the SSE decoder and the rewriter,
-and whatever they release is written at once; nothing waits for the next read.
+The pump decides nothing about tool calls. Without a transform each upstream read is written
+to the client as it is, at once. With one (the core's SSE decoder and normalizer, or a bridge
+to another protocol), reads go through it, and whatever it releases is written at once;
+nothing waits for the next read.
 
 How a stream ends decides what the client sees:
 * the upstream body completed (last chunk of a chunked body, full Content-Length, or close of
-  a close-delimited body): the rewriter closes cleanly (it may add a finish chunk and
+  a close-delimited body): the transform closes cleanly (it may add a finish chunk and
   ``[DONE]``), and the response ends normally;
 * the upstream dropped, stalled past the idle timeout, or broke the framing: everything
-  received so far (and whatever the rewriter held) is written, then the caller aborts the
+  received so far (and whatever the transform held) is written, then the caller aborts the
   client connection so the client sees a truncated stream, never a clean end;
 * the client read nothing for the client write timeout: the caller aborts its connection.
 
@@ -40,8 +41,10 @@ SLICE_BYTES = 16 * 1024  # about 50 rewritten events of old llama.cpp's, 1-2 ms 
 TURN_SECONDS = 0.002  # rewriting between two chances for the loop to run other tasks
 
 
-class StreamRewriter(Protocol):
-    """The core's side of a rewritten stream (proxy.core.protocols.chat.rewriter.SSERewriter)."""
+class BodyTransform(Protocol):
+    """The core's side of a rewritten stream: upstream reads in, client bytes out
+    (proxy.core.protocols.chat.sse_stream.ChatSSEStream, proxy.core.bridge.Bridge, a
+    protocol's native stream)."""
 
     def feed(self, chunk: bytes) -> list[bytes]: ...
 
@@ -114,7 +117,7 @@ async def pump(
     *,
     idle_timeout: float,
     client_write_timeout: float,
-    rewriter: StreamRewriter | None = None,
+    transform: BodyTransform | None = None,
     meter: StreamMeter | None = None,
 ) -> End:
     """Copy the upstream body to the client until it ends; return how it ended."""
@@ -122,7 +125,7 @@ async def pump(
     was_reset = watch_connection(upstream)
     end = End.COMPLETE
     watchdog = _Watchdog(idle_timeout, client_write_timeout)
-    turn = _Turn(rewriter, downstream, meter) if rewriter is not None else None
+    turn = _Turn(transform, downstream, meter) if transform is not None else None
     try:
         async with watchdog:
             while True:
@@ -148,9 +151,9 @@ async def pump(
                 await turn.rewrite(chunk)
     except TimeoutError:
         end = End.IDLE_TIMEOUT if watchdog.reading else End.CLIENT_STALLED
-    if rewriter is not None and end is not End.CLIENT_STALLED:
+    if transform is not None and end is not End.CLIENT_STALLED:
         started = perf_counter()
-        out = rewriter.close(complete=end is End.COMPLETE)
+        out = transform.close(complete=end is End.COMPLETE)
         meter.processing.append(perf_counter() - started)
         if out:
             data = b"".join(out)
@@ -169,12 +172,12 @@ class _Turn:
     read that waited for the upstream let the loop run, but counting it anyway costs at
     most one extra turn of the loop per ``TURN_SECONDS``."""
 
-    __slots__ = ("_downstream", "_meter", "_rewriter", "_spent")
+    __slots__ = ("_downstream", "_meter", "_spent", "_transform")
 
     def __init__(
-        self, rewriter: StreamRewriter, downstream: web.StreamResponse, meter: StreamMeter
+        self, transform: BodyTransform, downstream: web.StreamResponse, meter: StreamMeter
     ) -> None:
-        self._rewriter = rewriter
+        self._transform = transform
         self._downstream = downstream
         self._meter = meter
         self._spent = 0.0  # rewriting since the loop last ran other tasks
@@ -184,7 +187,7 @@ class _Turn:
         out: list[bytes] = []
         for part in slices(chunk, SLICE_BYTES):
             started = perf_counter()
-            out += self._rewriter.feed(part)
+            out += self._transform.feed(part)
             took = perf_counter() - started
             spent += took
             self._spent += took

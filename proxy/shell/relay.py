@@ -13,7 +13,7 @@ from aiohttp import ClientResponse, web
 from proxy.core.repairs import Repair
 from proxy.shell.app_state import ProxyState, UpstreamConfig
 from proxy.shell.exchange import EXCHANGE
-from proxy.shell.pump import End, StreamRewriter, pump
+from proxy.shell.pump import BodyTransform, End, pump
 
 log = logging.getLogger("toolcall_proxy")
 
@@ -25,10 +25,10 @@ async def relay(
     resp: ClientResponse,
     response: web.StreamResponse,
     *,
-    rewriter: StreamRewriter | None,
+    transform: BodyTransform | None,
     repairs: Counter[str] | None,
 ) -> web.StreamResponse:
-    """Pump ``resp``'s body into the prepared ``response``; ``repairs`` is the rewriter's
+    """Pump ``resp``'s body into the prepared ``response``; ``repairs`` is the transform's
     count of what it changed, read when the stream ends however it ends."""
     exchange = request[EXCHANGE]
     try:
@@ -37,7 +37,7 @@ async def relay(
             response,
             idle_timeout=state.settings.timeouts.idle,
             client_write_timeout=state.settings.timeouts.client_write,
-            rewriter=rewriter,
+            transform=transform,
             meter=exchange.meter,
         )
     finally:  # also when the client left

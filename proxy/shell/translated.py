@@ -27,7 +27,7 @@ from proxy.core.protocols.chat.normalize import (
     StreamNormalizer,
     normalize_completion,
 )
-from proxy.core.protocols.chat.rewriter import SSERewriter
+from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.shell.app_state import REQUEST_ID, ProxyState, UpstreamConfig
 from proxy.shell.bodies import media_type, read_capped, upstream_error_message
 from proxy.shell.exchange import EXCHANGE
@@ -108,14 +108,14 @@ async def respond_translated(
     max_event = state.settings.limits.max_event_bytes
     normalizer = StreamNormalizer(upstream.normalize, info, new_id=new_id)
     bridge = ChatBridge(
-        SSERewriter(normalizer, max_event_bytes=max_event),
+        ChatSSEStream(normalizer, max_event_bytes=max_event),
         protocol.encoder(chat.context, new_id, True),
         max_event_bytes=max_event,
     )
     response = await _start_stream(request, resp)
-    exchange.response_started(200, streaming=True, rewriter=normalizer)
+    exchange.response_started(200, streaming=True, repair_source=normalizer)
     return await relay(
-        request, state, upstream, resp, response, rewriter=bridge, repairs=normalizer.repairs
+        request, state, upstream, resp, response, transform=bridge, repairs=normalizer.repairs
     )
 
 
@@ -151,9 +151,9 @@ async def respond_native(
     if rewritable and kind == _SSE:
         stream = protocol.native(new_id_factory(), payload, dialects, dedupe)
         response = await _start_stream(request, resp)
-        exchange.response_started(200, streaming=True, rewriter=stream)
+        exchange.response_started(200, streaming=True, repair_source=stream)
         return await relay(
-            request, state, upstream, resp, response, rewriter=stream, repairs=stream.repairs
+            request, state, upstream, resp, response, transform=stream, repairs=stream.repairs
         )
     return await _passthrough(request, state, upstream, resp, head=b"")
 
@@ -171,12 +171,12 @@ async def _passthrough(
     response.headers.extend(end_to_end(resp.headers))
     response.headers["X-Request-Id"] = request[REQUEST_ID]
     await response.prepare(request)
-    exchange.response_started(resp.status, streaming=media_type(resp) == _SSE, rewriter=None)
+    exchange.response_started(resp.status, streaming=media_type(resp) == _SSE, repair_source=None)
     if head:
         exchange.meter.received(head)
         exchange.meter.sending(head)
         await response.write(head)
-    return await relay(request, state, upstream, resp, response, rewriter=None, repairs=None)
+    return await relay(request, state, upstream, resp, response, transform=None, repairs=None)
 
 
 async def _start_stream(request: web.Request, resp: ClientResponse) -> web.StreamResponse:

@@ -26,7 +26,7 @@ from proxy.core.events import (
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.chat.decode import completion_events
 from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
-from proxy.core.protocols.chat.rewriter import SSERewriter
+from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from tests.normalize_helpers import bytewise, counting_ids, random_cuts
 
 GOLDEN = Path(__file__).parent.parent / "golden"
@@ -59,7 +59,7 @@ def translate(
     )
     recorder = Recorder()
     bridge = ChatBridge(
-        SSERewriter(normalizer, max_event_bytes=1 << 20), recorder, max_event_bytes=1 << 20
+        ChatSSEStream(normalizer, max_event_bytes=1 << 20), recorder, max_event_bytes=1 << 20
     )
     out = [b for read in reads for b in bridge.feed(read)]
     out += bridge.close(complete=case["complete"])

@@ -1,9 +1,13 @@
 """The life of one tool call in the output: its states, its inputs, and every transition.
 
-Rule 1: every state change of a call lives in the tables below; chat/choice.py only
-classifies what arrived into a :class:`CallInput`, looks the pair up here and performs the
-named :class:`Action`. Rule 2: a call's state says what the client has seen of it, never
-what the upstream did; the upstream's shape is dealt with before it becomes an input.
+Rule 1: every state change of a call lives in this module: the tables below, and the changes
+a state triggers in a call's flags or in other calls (the end of this module). The driver
+(chat/call_driver.py) only classifies what arrived into a :class:`CallInput`, looks the pair
+up here and performs the named :class:`Action`. Rule 2: a call's state says what the client
+has seen of it, never what the upstream did; the upstream's shape is dealt with before it
+becomes an input. Rule 3: the hot paths ask the same table: a fragment goes out as it came
+only for a call whose state the table says streams its arguments (``streams_args``), an
+answer the driver keeps on the call at each transition so that no delta looks it up.
 
 Theory of operation. A call starts NAMELESS: nothing can be sent before its name is known
 (Q14), so what arrives is held. The entry that brings the name decides how the call opens,
@@ -35,8 +39,9 @@ raises :class:`NormalizerError` naming the pair.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from enum import Enum, auto
-from typing import Final
+from typing import Final, Protocol, TypeVar
 
 from proxy.core.errors import NormalizerError
 
@@ -92,7 +97,7 @@ _TEXT: Final = (CallInput.ARGS, *_NAMED, CallInput.NAMED_SUSPECT)  # a name is n
 
 NAMELESS, PLACEHOLDER, COLLECTING, OPEN, SUSPECT, DROPPED = CallState
 
-# Only a SUSPECT can be a DUPLICATE (chat/choice.py compares nothing else); the other states
+# Only a SUSPECT can be a DUPLICATE (chat/call_driver.py compares nothing else); the other states
 # ignore the input, which keeps the tables total.
 _NOT_SUSPECT: Final = {
     (state, CallInput.DUPLICATE): (state, Action.NOTHING)
@@ -157,3 +162,105 @@ def transition(table: Table, state: CallState, event: CallInput) -> tuple[CallSt
         raise NormalizerError(
             f"no transition for a tool call in state {state.name} on {event.name}"
         ) from None
+
+
+# -- what the states trigger ---------------------------------------------------------------
+# The tables say what one input does to one call. These say when the driver must make an
+# input itself, and what a transition changes beyond the state; they too are the only place.
+
+#: FALLBACK: a call whose name never came opens as the entry that named it would have, by the
+#: argument text held; a placeholder is no longer held back (the choice is over): it goes out
+#: as the call's whole arguments.
+FALLBACK_OPENING: Final = {
+    CallInput.NAMED_EMPTY: Action.OPEN,
+    CallInput.NAMED_PARTIAL: Action.OPEN_SPLIT,
+    CallInput.NAMED_WHOLE: Action.OPEN_WHOLE,
+    CallInput.NAMED_PLACEHOLDER: Action.OPEN_WHOLE,
+}
+
+
+def streams_args(table: Table, state: CallState) -> bool:
+    """Whether an argument fragment of a call in ``state`` goes out as it came: the table
+    keeps the state on ARGS and sends the text (SEND_ARGS). The hot paths take a fragment,
+    or markup arguments, only for such a call."""
+    return transition(table, state, CallInput.ARGS) == (state, Action.SEND_ARGS)
+
+
+def _streaming(table: Table, states: Iterable[CallState]) -> tuple[CallState, ...]:
+    # a tuple: ``in`` compares by identity first, where a dict would hash an Enum in Python
+    return tuple(state for state in states if streams_args(table, state))
+
+
+S1_STREAMS: Final = _streaming(S1, S1_STATES)
+S2_STREAMS: Final = _streaming(S2, S2_STATES)
+
+
+def replaces_placeholder(text: str) -> bool:
+    """Whether text after a ``{}`` placeholder is the real object, which the placeholder then
+    was only the stand-in for (dropped, ``args-placeholder``); else it follows the ``{}``."""
+    return text.lstrip().startswith("{")
+
+
+SETTLED: Final = (OPEN, DROPPED)  #: nothing more of the call is held
+COLLECTED: Final = (COLLECTING, SUSPECT)  #: held until the arguments are whole
+ARGS_END: Final = (CallInput.COMPLETE, CallInput.END)  #: a suspect is compared on these
+
+
+def placeholder_after(names_placeholder: bool, placeholder: bool, text: str) -> tuple[bool, bool]:
+    """COLLECT: whether the collected text is still only a ``{}`` placeholder after an entry
+    brought ``text`` (``names_placeholder``: the entry named the call with exactly ``{}``),
+    and whether the placeholder is to be dropped."""
+    if names_placeholder:
+        return True, False
+    if placeholder and text:
+        return False, replaces_placeholder(text)
+    return placeholder, False
+
+
+def may_become_whole(state: CallState, placeholder: bool) -> bool:
+    """S2: whether a call whose kept text now ends a complete JSON value is whole (the driver
+    then sends the calls that are due, ``whole_calls_due``, or compares a suspect at once,
+    ``compared_when_whole``). A placeholder is not: the real arguments may follow it."""
+    return state in COLLECTED and not placeholder
+
+
+def compared_when_whole(table: Table, state: CallState) -> bool:
+    """Whether a call that just became whole gets COMPLETE at once: an S1 suspect (compared,
+    then opened or dropped); in S2 every whole call waits its turn (``whole_calls_due``)."""
+    return state is SUSPECT and table is S1
+
+
+def closes_whole(table: Table, state: CallState) -> bool:
+    """Whether the end of a call's arguments in the markup (its block closed) makes it whole,
+    as in S2 a collected call is; a call in any other state gets END."""
+    return table is S2 and state in COLLECTED
+
+
+class _Collected(Protocol):
+    state: CallState
+    whole: bool
+
+
+C = TypeVar("C", bound=_Collected)
+T = TypeVar("T")
+
+
+def whole_calls_due(calls: Sequence[C], unsent: int) -> tuple[list[C], int]:
+    """S2: the calls that now go out whole (each gets COMPLETE, in order), and the first call
+    still unsent. Calls go out whole as soon as they are, but never before an earlier call;
+    ``unsent`` is the first call not yet settled, so that no delta scans the calls before it."""
+    due: list[C] = []
+    while unsent < len(calls):
+        call = calls[unsent]
+        if call.state not in SETTLED:
+            if call.state not in COLLECTED or not call.whole:
+                break
+            due.append(call)
+        unsent += 1
+    return due, unsent
+
+
+def released_by(call: T, held: Iterable[T]) -> list[T]:
+    """The held calls that get END once ``call`` moves on: every other of the choice's held
+    placeholders (S1: sent as they are) or suspects (their arguments have ended)."""
+    return [other for other in held if other is not call]

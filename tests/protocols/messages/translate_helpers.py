@@ -9,7 +9,7 @@ from typing import Any
 
 from proxy.core.bridge import ChatBridge
 from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
-from proxy.core.protocols.chat.rewriter import SSERewriter
+from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.protocols.messages.encode import MessagesEncoder
 from proxy.core.protocols.messages.request import MessagesContext
 from tests.normalize_helpers import counting_ids
@@ -38,7 +38,7 @@ def translate(
         context or MessagesContext("claude-test"), lambda: f"m{next(counter):08d}"
     )
     bridge = ChatBridge(
-        SSERewriter(normalizer, max_event_bytes=1 << 20), encoder, max_event_bytes=1 << 20
+        ChatSSEStream(normalizer, max_event_bytes=1 << 20), encoder, max_event_bytes=1 << 20
     )
     out = [b for read in reads for b in bridge.feed(read)]
     out += bridge.close(complete=complete)

@@ -14,7 +14,7 @@ import pytest
 
 from proxy.core.bridge import ChatBridge
 from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
-from proxy.core.protocols.chat.rewriter import SSERewriter
+from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.protocols.responses import encoder as responses_encoder
 from proxy.core.protocols.responses.context import ResponsesContext
 from tests.normalize_helpers import bytewise, random_cuts
@@ -44,7 +44,7 @@ def translate(case: dict[str, Any], reads: list[bytes]) -> bytes:
         ResponsesContext(model="client-model"), lambda: f"item{next(items):05d}", True
     )
     bridge = ChatBridge(
-        SSERewriter(normalizer, max_event_bytes=1 << 20), encoder, max_event_bytes=1 << 20
+        ChatSSEStream(normalizer, max_event_bytes=1 << 20), encoder, max_event_bytes=1 << 20
     )
     out = [b for read in reads for b in bridge.feed(read)]
     out += bridge.close(complete=case["complete"])

@@ -4,7 +4,9 @@ The aiohttp shell feeds every item of proxy.core.sse's decoder to :meth:`StreamN
 and writes what comes back, in order; at the end it calls :meth:`StreamNormalizer.close`.
 Nothing here does I/O, keeps a clock or draws random numbers (ids come from ``new_id``).
 
-Rules kept at this level (the per-choice work is in chat/choice.py):
+Rules kept at this level (the per-choice work is in chat/choice.py, the client's chunks are
+built in chat/render.py, and the chunk shapes of the hot paths are kept in
+chat/shape_repeats.py):
 
 * An event that cannot carry tool calls, a finish reason to correct, text to extract or an
   envelope to repair goes out as its original bytes, found by byte checks before any parsing.
@@ -15,7 +17,7 @@ Rules kept at this level (the per-choice work is in chat/choice.py):
   it is judged by the text alone, without parsing (chat/chunkshape.py). Likewise a chunk
   repeating one whose markup arguments became a tool-call delta becomes that delta around
   the new text. A read of several such events is judged all at once (``feed_read``, driven
-  by chat/rewriter.py), but for markup arguments, which are judged one event at a time.
+  by chat/sse_stream.py), but for markup arguments, which are judged one event at a time.
 * The envelope of every chunk with ``choices`` is repaired first (``object``, a missing
   ``delta``); the repaired chunk then stands for the upstream's, its bytes included.
 * What is not understood (non-JSON data, unknown shapes, comments, RawBytes) goes out raw.
@@ -41,7 +43,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Final, cast
 
 from proxy.core.ids import IdPool
@@ -58,12 +60,13 @@ from proxy.core.protocols.chat.chunks import (
     loads,
     writable,
 )
-from proxy.core.protocols.chat.chunkshape import ChunkShape
 from proxy.core.protocols.chat.completion import normalize_completion
-from proxy.core.protocols.chat.pieces import Call, Piece, Sink, Slot, Source, StreamContext
-from proxy.core.protocols.chat.tooldelta import ToolDelta, read_tool_calls
+from proxy.core.protocols.chat.pieces import Piece, Sink, Slot, Source, StreamContext
+from proxy.core.protocols.chat.render import render_own, render_released
+from proxy.core.protocols.chat.shape_repeats import MarkupRepeat, ShapeRepeat
+from proxy.core.protocols.chat.tooldelta import read_choices
 from proxy.core.repairs import Repair
-from proxy.core.sse import DONE, Event, RawBytes, encode_event
+from proxy.core.sse import DONE, Event, RawBytes, encode_event, plain_data
 
 __all__ = [
     "NormalizeOptions",
@@ -111,8 +114,8 @@ class StreamNormalizer:
         self._data_seen = False
         self._error_seen = False
         self._closed = False
-        self._repeat: _Repeat | None = None  # the latest chunk that took a hot path
-        self._markup: _MarkupRepeat | None = None  # the latest that took the markup one
+        self._repeat: ShapeRepeat | None = None  # the latest chunk that took a hot path
+        self._markup: MarkupRepeat | None = None  # the latest that took the markup one
         # openai-node's finalChatCompletion() throws without a role on a choice's first delta.
         # Given only where the proxy rewrites (the request offered tools): a stream without
         # tools goes out as it came. Until a first delta that carries anything was parsed,
@@ -149,7 +152,7 @@ class StreamNormalizer:
         elif (
             events == 1
             and self._markup is not None
-            and (sent := self._markup.take(data[6:-2])) is not None
+            and (sent := self._markup.take(plain_data(data))) is not None
         ):
             out = [sent]
         elif (self._repeat is not None and self._repeat.take_read(data, events)) or (
@@ -230,18 +233,22 @@ class StreamNormalizer:
             index = only.get("index", 0)
             known = self._choices.get(index) if type(index) is int else None
             if known is not None and known.take_plain_text(only, source):
-                self._repeat = _Repeat.of(event, data, known, b"content", only["delta"]["content"])
+                self._repeat = ShapeRepeat.of(
+                    event, data, known, b"content", only["delta"]["content"]
+                )
                 return self._send([event.raw])
             if known is not None and known.take_canonical_fragment(only, source):
                 [entry] = only["delta"]["tool_calls"]
                 text = entry["function"]["arguments"]
-                self._repeat = _Repeat.of(event, data, known, b"arguments", text, entry["index"])
+                self._repeat = ShapeRepeat.of(
+                    event, data, known, b"arguments", text, entry["index"]
+                )
                 return self._send([event.raw])
             if known is not None and (markup := known.take_markup_args(only, source)) is not None:
-                out = self._render_own(source, choices, [markup])
-                self._markup = _MarkupRepeat.of(event, data, only["delta"]["content"], out, known)
+                out = render_own(source, choices, [markup])
+                self._markup = MarkupRepeat.of(event, data, only["delta"]["content"], out, known)
                 return self._send(out)
-        reads = _read_choices(choices)
+        reads = read_choices(choices)
         if reads is None:
             return self._send([event.raw])
         own: list[list[Piece]] = []
@@ -250,7 +257,7 @@ class StreamNormalizer:
             sink = Sink(source)
             own.append(self._choice(choice, position, source).process(choice, tool, sink))
             slots += sink.new_slots()
-        return self._send(self._render_own(source, choices, own), slots)
+        return self._send(render_own(source, choices, own), slots)
 
     def _repair_envelope(self, chunk: JSONObject, choices: list[object]) -> bool:
         """Name the chunk a ``chat.completion.chunk`` (openai-python's stream helper drops any
@@ -309,7 +316,7 @@ class StreamNormalizer:
             if isinstance(head, Slot):
                 if not head.done:
                     break
-                sent += [self._render_released(piece) for piece in head.pieces]
+                sent += [render_released(piece) for piece in head.pieces]
             else:
                 sent.append(head)
                 self._queued -= len(head)
@@ -367,186 +374,4 @@ class StreamNormalizer:
             sink = Sink(None)
             self._choices[key].end_stream(sink, complete=complete, synthesize=synthesize)
             late += sink.late
-        return self._send([self._render_released(piece) for piece in late])
-
-    # -- output ------------------------------------------------------------------------------
-
-    def _render_own(
-        self, source: Source, choices: list[JSONObject], own: list[list[Piece]]
-    ) -> list[bytes]:
-        """The chunks a chunk sends itself: piece k of every choice in chunk k."""
-        count = max(map(len, own))
-        chunk = source.chunk
-        if count == 0:
-            if chunk.get("usage") is None:
-                source.silent = True
-                return []
-            # everything was held, but the usage must still reach the client
-            rest = [
-                _choice_out(c, {} if isinstance(c.get("delta"), dict) else None) for c in choices
-            ]
-            return [self._encode(_chunk_out(chunk, rest, usage=True), source.event)]
-        # plain loops: on every chunk of a call streamed out of markup, comprehensions cost
-        out: list[bytes] = []
-        for k in range(count):
-            row: list[JSONObject] = []
-            for pieces in own:
-                if len(pieces) > k:
-                    piece = pieces[k]
-                    row.append(_choice_out(piece.choice, piece.delta, piece.finish, first=k == 0))
-            rendered = _chunk_out(chunk, row, usage=k == count - 1)
-            if count == 1 and rendered == chunk:
-                return [source.event.raw]
-            out.append(self._encode(rendered, source.event))
-        return out
-
-    def _render_released(self, piece: Piece) -> bytes:
-        """A piece sent after its chunk: in that chunk's envelope, as its bytes if unchanged."""
-        source = piece.source
-        chunk = _chunk_out(
-            source.chunk,
-            [_choice_out(piece.choice, piece.delta, piece.finish, first=source.silent)],
-            usage=False,
-        )
-        if source.silent and chunk == source.chunk:
-            return source.event.raw
-        return self._encode(chunk, source.event)
-
-    @staticmethod
-    def _encode(chunk: JSONObject, event: Event) -> bytes:
-        return encode_event(dumps(chunk), event=event.event)
-
-
-@dataclass(frozen=True, slots=True)
-class _Repeat:
-    """A chunk that took one of the choice's hot paths, as the shape later chunks repeat: a
-    chunk of the same shape is the same chunk with another text, so only the hot path's
-    checks on the text remain (and the chunk need not be parsed)."""
-
-    shape: ChunkShape
-    choice: ChoiceNormalizer
-    key: int | None  # the call's index for an argument fragment; None for content text
-
-    @classmethod
-    def of(
-        cls,
-        event: Event,
-        data: bytes,
-        choice: ChoiceNormalizer,
-        field: bytes,
-        text: str,
-        key: int | None = None,
-    ) -> _Repeat | None:
-        shape = ChunkShape.around(data, field, text) if event.event is None else None
-        return None if shape is None else cls(shape, choice, key)
-
-    def take(self, data: bytes) -> bool:
-        """Whether ``data`` repeats the shape with a text that takes the hot path (which then
-        does its bookkeeping)."""
-        text = self.shape.text(data)
-        if text is None:
-            return False
-        if self.key is None:
-            return self.choice.text_passes(text)
-        return self.choice.fragment_passes(self.key, text)
-
-    def take_read(self, read: bytes, events: int) -> bool:
-        """``take`` for every event of a read of whole one-line data events, all or none."""
-        if events == 1:
-            return self.take(read[6:-2])
-        texts: list[str] = []
-        for event in read[:-2].split(b"\n\n"):
-            text = self.shape.text(event[6:])
-            if text is None:
-                return False
-            texts.append(text)
-        if self.key is None:
-            return all(map(self.choice.text_passes, texts))
-        kept: list[tuple[Call, str]] = []
-        for text in texts:
-            call = self.choice.fragment_call(self.key, text)
-            if call is None:
-                return False
-            kept.append((call, text))
-        for call, text in kept:
-            self.choice.keep_fragment(call, text)
-        return True
-
-
-@dataclass(frozen=True, slots=True)
-class _MarkupRepeat:
-    """A chunk that took the markup-arguments hot path, as the shape later chunks repeat and
-    the shape of the chunk sent for it: a chunk of the same shape around another content text
-    that the hot path takes is sent as that chunk around the text, without parsing either
-    (``_Repeat`` does the same for chunks that go out as they came)."""
-
-    shape: ChunkShape
-    sent: ChunkShape  # of the encoded event, "data: " and the blank line included
-    choice: ChoiceNormalizer
-    call: Call  # the sent chunk carries its index
-
-    @classmethod
-    def of(
-        cls, event: Event, data: bytes, text: str, out: list[bytes], choice: ChoiceNormalizer
-    ) -> _MarkupRepeat | None:
-        call = choice.markup_call
-        if event.event is not None or len(out) != 1 or call is None:
-            return None
-        shape = ChunkShape.around(data, b"content", text)
-        sent = ChunkShape.around(out[0], b"arguments", text)
-        return None if shape is None or sent is None else cls(shape, sent, choice, call)
-
-    def take(self, data: bytes) -> bytes | None:
-        """The event to send for ``data`` when it repeats the shape with a text the hot path
-        takes for the same call (which then does its bookkeeping); else None."""
-        text = self.shape.text(data)
-        if text is None or not self.choice.keep_markup_args(self.call, text):
-            return None
-        return self.sent.with_text(text)
-
-
-def _read_choices(
-    choices: list[object],
-) -> list[tuple[list[ToolDelta], list[Repair]] | None] | None:
-    """Each choice's tool-call entries, read before any state changes; None if any shape is
-    not understood, so that the chunk then goes out raw and leaves no trace."""
-    reads: list[tuple[list[ToolDelta], list[Repair]] | None] = []
-    for choice in choices:
-        if not isinstance(choice, dict):
-            return None
-        delta = choice.get("delta")
-        if not isinstance(delta, dict) or "tool_calls" not in delta:
-            reads.append(None)
-            continue
-        value = delta["tool_calls"]
-        if value is None or value == []:
-            reads.append(([], [Repair.TOOL_CALLS_EMPTY]))  # Q21
-            continue
-        read = read_tool_calls(value)
-        if read is None:
-            return None
-        reads.append(read)
-    return reads
-
-
-def _choice_out(
-    choice: JSONObject, delta: JSONObject | None, finish: object = None, *, first: bool = True
-) -> JSONObject:
-    # a key set again keeps its place; a new one goes last, the delta before the finish
-    out = dict(choice)
-    if delta is not None:
-        out["delta"] = delta
-    if finish is not None or "finish_reason" in out:
-        out["finish_reason"] = finish
-    if not first and "logprobs" in out:
-        out["logprobs"] = None
-    return out
-
-
-def _chunk_out(chunk: JSONObject, choices: list[JSONObject], *, usage: bool) -> JSONObject:
-    out = dict(chunk)
-    if "choices" in out:
-        out["choices"] = choices
-    if not usage and out.get("usage") is not None:
-        del out["usage"]
-    return out
+        return self._send([render_released(piece) for piece in late])

@@ -64,6 +64,9 @@ class Call:
     from_markup: bool = False
     name: str | None = None
     state: CallState = CallState.NAMELESS
+    #: the table's answer for ``state``: a fragment goes out as it came (calls/state.py,
+    #: ``streams_args``); kept at each transition so that the hot paths need not look it up
+    streams: bool = False
     id: str | None = None  #: the id the client sees, set when the opening is built
     index: int | None = None  #: the index the client sees, set when the opening is built
     args: ArgText = field(default_factory=ArgText)  #: argument text kept (held or for Q17)

@@ -7,7 +7,7 @@ llama.cpp (llama.cpp#21882) sends the same call twice in a row; two equal calls 
 so the second is dropped only under ``dedupe_calls`` and counted either way.
 
 A call that may be a repeat is known by its name when it is named: its *rivals* are the calls
-it would repeat. chat/choice.py then holds it (SUSPECT) until its arguments end, and asks
+it would repeat. chat/call_driver.py then holds it (SUSPECT) until its arguments end, and asks
 ``repeats`` once. The parses come from ``ArgText.complete``, which keeps them, so no question
 here reads a call's text more than once.
 """

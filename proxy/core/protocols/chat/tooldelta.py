@@ -147,3 +147,27 @@ def _has_nulls(obj: JSONObject) -> bool:
 
 def _extras(obj: JSONObject, known: frozenset[str]) -> JSONObject:
     return {k: v for k, v in obj.items() if k not in known and v is not None}
+
+
+def read_choices(
+    choices: list[object],
+) -> list[tuple[list[ToolDelta], list[Repair]] | None] | None:
+    """Each choice's tool-call entries, read before any state changes; None if any shape is
+    not understood, so that the chunk then goes out raw and leaves no trace."""
+    reads: list[tuple[list[ToolDelta], list[Repair]] | None] = []
+    for choice in choices:
+        if not isinstance(choice, dict):
+            return None
+        delta = choice.get("delta")
+        if not isinstance(delta, dict) or "tool_calls" not in delta:
+            reads.append(None)
+            continue
+        value = delta["tool_calls"]
+        if value is None or value == []:
+            reads.append(([], [Repair.TOOL_CALLS_EMPTY]))  # Q21
+            continue
+        read = read_tool_calls(value)
+        if read is None:
+            return None
+        reads.append(read)
+    return reads

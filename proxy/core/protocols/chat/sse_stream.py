@@ -13,10 +13,13 @@ are what feeding it would have left.
 from __future__ import annotations
 
 from proxy.core.protocols.chat.normalize import StreamNormalizer
-from proxy.core.sse import SSEDecoder
+from proxy.core.sse import SSEDecoder, first_event_end, split_whole_events
 
 
-class SSERewriter:
+class ChatSSEStream:
+    """The body of one streamed chat completion through the core: ``feed`` each upstream
+    read, ``close`` at its end. What the shell's pump drives (``BodyTransform``)."""
+
     def __init__(self, normalizer: StreamNormalizer, *, max_event_bytes: int) -> None:
         self.normalizer = normalizer
         self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)
@@ -29,13 +32,12 @@ class SSERewriter:
         are decoded; the whole events between them may still go out whole."""
         out: list[bytes] = []
         if self._decoder.pending:
-            end = chunk.find(b"\n\n") + 2
-            if end == 1:
+            end = first_event_end(chunk)
+            if end < 0:
                 return self._decode(chunk)
             out = self._decode(chunk[:end])
             chunk = chunk[end:]
-        end = chunk.rfind(b"\n\n") + 2
-        whole, rest = (chunk[:end], chunk[end:]) if end > 1 else (b"", chunk)
+        whole, rest = split_whole_events(chunk)
         if whole:
             events = self._decoder.plain_events(whole)
             fast = self.normalizer.feed_read(whole, events) if events else None

@@ -1,0 +1,126 @@
+"""Tool calls written as markup in a choice's text (Q32), turned into calls.
+
+The text fields (``content``, and ``reasoning_content``/``reasoning`` when asked) go
+through the dialect extractor (proxy/core/markup/); its segments become text pieces and the
+inputs of a call (open, arguments, close). The text an extractor holds is followed, for the
+stream's cap and to give it back should the extractor fail (fail open: the text goes out as
+text and extraction stops for the choice).
+"""
+
+from __future__ import annotations
+
+from proxy.core import markup as dialects
+from proxy.core.calls.state import CallInput, closes_whole
+from proxy.core.errors import DialectError
+from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
+from proxy.core.protocols.chat.call_matching import CallMatching
+from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.protocols.chat.pieces import Call, Sink
+from proxy.core.repairs import Repair, markup_kind
+
+
+class MarkupBridge(CallMatching):
+    def _extract_text(self, head: JSONObject, sink: Sink) -> None:
+        for key in self._s.extract:
+            text = head.get(key)
+            if not isinstance(text, str) or not text or not self._extracting:
+                continue
+            extractor = self._extractor(key)
+            if extractor is None:
+                continue
+            del head[key]
+            try:
+                segments = extractor.feed(text)
+            except DialectError:
+                self._dialect_failed(key, text, sink)
+                continue
+            self._account(key, text, segments)
+            self._segments(key, segments, sink)
+        # the leading text goes back into the head, where it came from
+        if sink.own and sink.own[0].delta is not None and "tool_calls" not in sink.own[0].delta:
+            head.update(sink.own.pop(0).delta or {})
+
+    def _extractor(self, key: str) -> Extractor | None:
+        if key not in self._extractors:
+            names = self._s.dialect_names if key == "content" else self._s.reasoning_dialect_names
+            self._extractors[key] = dialects.build_extractor(names, self._s.tools)
+            self._markup_call[key] = None
+            self._held_text[key] = ""
+        return self._extractors[key]
+
+    def _account(self, key: str, text: str, segments: list[Segment]) -> None:
+        """Follow the text an extractor holds: for the stream's cap, and to give it back if the
+        extractor fails. Plain text answers are matched against what was fed; once markup was
+        consumed the held part is unknown and counted as nothing (dialects hold little then)."""
+        held = self._held_text[key] + text
+        if all(isinstance(seg, Text) for seg in segments):
+            returned = "".join(seg.text for seg in segments if isinstance(seg, Text))
+            held = held[len(returned) :] if held.startswith(returned) else ""
+        else:
+            held = ""
+        self._s.held += len(held) - len(self._held_text[key])
+        self._held_text[key] = held
+
+    def _segments(self, key: str, segments: list[Segment], sink: Sink) -> None:
+        for seg in segments:
+            call = self._markup_call.get(key)
+            match seg:
+                case Text(text=text):
+                    if text:
+                        sink.put(self._piece({key: text}))
+                case CallOpen(name=name, id=ident):
+                    self._s.repairs[
+                        markup_kind(self._extractors.get(key), self._s.dialect_names)
+                    ] += 1
+                    call = Call(self._source, self._choice, None, ident, from_markup=True)
+                    self._calls.append(call)
+                    self._markup_call[key] = call
+                    self._release_others(call, sink)
+                    call.name = name
+                    self._input(call, self._naming(call, ""), "", sink)
+                case CallArgs(text=text):
+                    if call is not None and text:
+                        self._input(call, CallInput.ARGS, text, sink)
+                    elif text:  # outside a call (a dialect bug): keep the text as text
+                        sink.put(self._piece({key: text}))
+                case CallClose(error=error):
+                    if error is not None:
+                        self._record(Repair.MARKUP_BROKEN)
+                    if call is not None and closes_whole(self._table, call.state):
+                        call.whole = True
+                        self._send_whole_calls(sink)
+                    elif call is not None:
+                        self._input(call, CallInput.END, "", sink)
+                    self._markup_call[key] = None
+
+    def _stop_extracting(self, sink: Sink) -> None:
+        """Close the extractors: the end of the choice."""
+        self._extracting = False
+        for key, extractor in self._extractors.items():
+            if extractor is None:
+                continue
+            self._extractors[key] = None
+            try:
+                segments = extractor.close()
+            except DialectError:
+                self._dialect_failed(key, "", sink)
+                continue
+            self._s.held -= len(self._held_text[key])
+            self._held_text[key] = ""
+            # a block still open when its text ends closes with an error: the call was cut off
+            self._cut = self._cut or any(
+                isinstance(seg, CallClose) and seg.error is not None for seg in segments
+            )
+            self._segments(key, segments, sink)
+
+    def _dialect_failed(self, key: str, text: str, sink: Sink) -> None:
+        """Fail open: the text the extractor held (as far as known) and the text it choked on
+        go out as text, and extraction stops for the choice."""
+        self._record(Repair.DIALECT_ERROR)
+        self._extractors[key] = None
+        lost = self._held_text[key] + text
+        self._s.held -= len(self._held_text[key])
+        self._held_text[key] = ""
+        if lost:
+            sink.put(self._piece({key: lost}))
+        self._stop_extracting(sink)
