@@ -10,9 +10,7 @@ re-sent copy and for a second call under the same name about the text kept so fa
 
 from __future__ import annotations
 
-import gc
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +18,7 @@ import pytest
 
 from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
+from tests.cpu import least_cpu_seconds
 from tests.normalize_helpers import counting_ids
 
 GROWTH = 16
@@ -64,29 +63,18 @@ def many_calls(calls: int) -> bytes:
 
 
 def cpu_seconds(stream: bytes, *, coalesce: bool, repeat: int) -> float:
-    """The least CPU time the core took over the stream, in reads of 1,500 bytes.
+    """The least CPU time the core took over the stream, in reads of 1,500 bytes."""
+    reads = [stream[i : i + 1500] for i in range(0, len(stream), 1500)]
 
-    The collector is off while it runs: a full collection walks every object the test process
-    holds (whatever earlier tests imported), so the long stream, which triggers more of them,
-    would be charged for the size of the process rather than for its own work."""
-    gc.collect()
-    gc.disable()
-    try:
-        return min(_cpu_once(stream, coalesce) for _ in range(repeat))
-    finally:
-        gc.enable()
+    def work() -> None:
+        options = NormalizeOptions(coalesce=coalesce)
+        normalizer = StreamNormalizer(options, RequestInfo.from_body({}), new_id=counting_ids())
+        chat = ChatSSEStream(normalizer, max_event_bytes=1 << 20)
+        for read in reads:
+            chat.feed(read)
+        chat.close(complete=True)
 
-
-def _cpu_once(stream: bytes, coalesce: bool) -> float:
-    normalizer = StreamNormalizer(
-        NormalizeOptions(coalesce=coalesce), RequestInfo.from_body({}), new_id=counting_ids()
-    )
-    chat = ChatSSEStream(normalizer, max_event_bytes=1 << 20)
-    started = time.process_time()
-    for i in range(0, len(stream), 1500):
-        chat.feed(stream[i : i + 1500])
-    chat.close(complete=True)
-    return time.process_time() - started
+    return least_cpu_seconds(work, repeat)
 
 
 @pytest.mark.parametrize("coalesce", [False, True], ids=["S1", "S2"])

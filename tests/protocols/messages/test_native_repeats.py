@@ -6,9 +6,7 @@ after it close up. Each case runs whole, a byte at a time and at random cuts."""
 from __future__ import annotations
 
 import copy
-import gc
 import json
-import time
 
 import pytest
 
@@ -16,6 +14,7 @@ from proxy.core.protocols.messages import PROTOCOL
 from proxy.core.repairs import Repair
 from proxy.settings import UpstreamSettings
 from tests.conftest import upstream_url
+from tests.cpu import least_cpu_seconds
 from tests.protocols.messages import streams
 from tests.protocols.messages.checker import check, events_of
 from tests.protocols.messages.native_helpers import TOOLS_REQUEST, every_cut, repair
@@ -170,18 +169,8 @@ def long_repeat(deltas: int) -> bytes:
 
 def test_a_held_repeat_costs_the_same_per_event_however_long_it_is():
     def cpu(data: bytes, repeat: int) -> float:
-        """The least CPU time over ``repeat`` runs, with the collector off (its pauses are noise)."""
-        best = float("inf")
-        gc.collect()
-        gc.disable()
-        try:
-            for _ in range(repeat):
-                started = time.process_time()
-                repair([data[i : i + 1500] for i in range(0, len(data), 1500)], dedupe=True)
-                best = min(best, time.process_time() - started)
-        finally:
-            gc.enable()
-        return best
+        reads = [data[i : i + 1500] for i in range(0, len(data), 1500)]
+        return least_cpu_seconds(lambda: repair(reads, dedupe=True), repeat)
 
     short = cpu(long_repeat(2_000), 3)
     long = cpu(long_repeat(32_000), 2)

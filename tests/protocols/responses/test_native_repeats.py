@@ -6,9 +6,7 @@ the terminal ``output`` lists it no more. Whole, a byte at a time and at random 
 
 from __future__ import annotations
 
-import gc
 import itertools
-import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -33,6 +31,7 @@ from proxy.core.protocols.responses.native_request import NativeRequest
 from proxy.core.repairs import Repair
 from proxy.settings import UpstreamSettings
 from tests.conftest import upstream_url
+from tests.cpu import least_cpu_seconds
 from tests.normalize_helpers import bytewise, random_cuts
 from tests.protocols.responses import variants as v
 from tests.protocols.responses.checker import check
@@ -211,18 +210,8 @@ def test_a_held_call_costs_the_same_per_event_however_long_it_is():
         return v.sse(v.encoded(events))
 
     def cpu(data: bytes, repeat: int) -> float:
-        """The least CPU time over ``repeat`` runs, with the collector off (its pauses are noise)."""
-        best = float("inf")
-        gc.collect()
-        gc.disable()
-        try:
-            for _ in range(repeat):
-                started = time.process_time()
-                run([data[i : i + 1500] for i in range(0, len(data), 1500)], dedupe=True)
-                best = min(best, time.process_time() - started)
-        finally:
-            gc.enable()
-        return best
+        reads = [data[i : i + 1500] for i in range(0, len(data), 1500)]
+        return least_cpu_seconds(lambda: run(reads, dedupe=True), repeat)
 
     short = cpu(body(1_000), 3)
     long = cpu(body(16_000), 2)
