@@ -8,6 +8,8 @@ kept on the call (``Call.streams``).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from proxy.core.calls.state import (
     ARGS_END,
     FALLBACK_OPENING,
@@ -22,7 +24,8 @@ from proxy.core.calls.state import (
 )
 from proxy.core.protocols.chat.argtext import ArgText
 from proxy.core.protocols.chat.call_pieces import CallPieces
-from proxy.core.protocols.chat.chunks import INVALID, JSONObject, complete_json
+from proxy.core.protocols.chat.chunks import INVALID, complete_json
+from proxy.core.protocols.chat.deltas import Extras, OpeningDelta, added
 from proxy.core.protocols.chat.pieces import HELD, Call, Sink
 from proxy.core.protocols.chat.repeats import repeats
 from proxy.core.repairs import Repair
@@ -50,10 +53,13 @@ class CallDriver(CallPieces):
     def _release_others(self, call: Call, sink: Sink) -> None:
         """A held placeholder goes out as it is once another call of the choice moves on, and
         a suspect's arguments end (``released_by``)."""
-        for other in released_by(call, self._placeholders):
-            self._input(other, CallInput.END, "", sink)
-        for other in released_by(call, self._suspects):
-            self._input(other, CallInput.END, "", sink)
+        # asked on every entry: most of the time there is nothing held to release
+        if self._placeholders:
+            for other in released_by(call, self._placeholders):
+                self._input(other, CallInput.END, "", sink)
+        if self._suspects:
+            for other in released_by(call, self._suspects):
+                self._input(other, CallInput.END, "", sink)
 
     def _input(
         self,
@@ -63,7 +69,7 @@ class CallDriver(CallPieces):
         sink: Sink,
         *,
         complete: bool = True,
-        extras: tuple[JSONObject, JSONObject] | None = None,
+        extras: Extras | None = None,
     ) -> None:
         if call.state is CallState.SUSPECT and event in ARGS_END and repeats(call):
             self._record(Repair.CALL_DUPLICATED)
@@ -114,8 +120,8 @@ class CallDriver(CallPieces):
                 assert held is not None
                 if replaces_placeholder(text):
                     self._drop_placeholder(call)
-                    assert held.delta is not None
-                    held.delta["tool_calls"][0]["function"]["arguments"] = ""
+                    assert isinstance(held.delta, OpeningDelta)
+                    held = replace(held, delta=replace(held.delta, arguments=""))
                 sink.put(held, call)
                 self._send_args(call, text, sink, extras)
             case Action.RELEASE:
@@ -160,11 +166,9 @@ class CallDriver(CallPieces):
         call: Call,
         event: CallInput,
         text: str,
-        extras: tuple[JSONObject, JSONObject] | None,
+        extras: Extras | None,
     ) -> None:
-        if extras is not None:
-            call.extras.update(extras[0])
-            call.fn_extras.update(extras[1])
+        call.extras = added(call.extras, extras)
         names_placeholder = event is CallInput.NAMED_PLACEHOLDER or (
             event is CallInput.NAMED_SUSPECT
             and opening_input(call.text() + text) is CallInput.NAMED_PLACEHOLDER
@@ -190,10 +194,10 @@ class CallDriver(CallPieces):
         call: Call,
         text: str,
         sink: Sink,
-        extras: tuple[JSONObject, JSONObject] | None,
+        extras: Extras | None,
     ) -> None:
         self._keep(call, text)
-        if text or (extras is not None and (extras[0] or extras[1])):
+        if text or extras is not None:
             piece = self._args_piece(call, text, self._source, self._choice, extras)
             sink.put(piece)
 

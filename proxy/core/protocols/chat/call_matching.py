@@ -13,6 +13,7 @@ from typing import Final
 from proxy.core.calls.state import CallInput, CallState, compared_when_whole, may_become_whole
 from proxy.core.protocols.chat.call_driver import CallDriver
 from proxy.core.protocols.chat.chunks import INVALID, complete_json
+from proxy.core.protocols.chat.deltas import Extras, added
 from proxy.core.protocols.chat.pieces import Call, Sink
 from proxy.core.protocols.chat.tooldelta import ToolDelta
 from proxy.core.repairs import Repair
@@ -133,10 +134,10 @@ class CallMatching(CallDriver):
             call.had_args_key = call.had_args_key or td.has_args
         self._release_others(call, sink)
         if named:
-            self._input(call, CallInput.ARGS, td.args, sink, extras=(td.extras, td.fn_extras))
+            extras = Extras(td.extras, td.fn_extras) if td.extras or td.fn_extras else None
+            self._input(call, CallInput.ARGS, td.args, sink, extras=extras)
         else:
-            call.extras.update(td.extras)
-            call.fn_extras.update(td.fn_extras)
+            call.extras = added(call.extras, Extras.of(td.extras, td.fn_extras))
             if td.name is None:
                 self._input(call, CallInput.ARGS, td.args, sink)
             else:

@@ -1,4 +1,5 @@
-"""Building the output pieces of a choice: a call's opening delta, an argument delta, text.
+"""Building the output pieces of a choice: a call's opening delta, an argument delta, text
+(typed values, chat/deltas.py; chat/render.py writes them).
 
 Output indexes are dense from 0 in the order the openings go out, so a call held for its
 name does not block the others (Q11); the id is the upstream's, else a fresh one (Q5). The
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from proxy.core.protocols.chat.choice_base import ChoiceBase
 from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.protocols.chat.deltas import ArgsDelta, Extras, Fields, FieldsDelta, OpeningDelta
 from proxy.core.protocols.chat.pieces import Call, Piece, Source
 from proxy.core.repairs import Repair
 
@@ -32,18 +34,18 @@ class CallPieces(ChoiceBase):
                 self._record(Repair.FIRST_DELTA_WITHOUT_ARGUMENTS)
             if isinstance(call.key, int) and call.key != call.index:
                 self._record(Repair.INDEX_OFFSET)
-        function: JSONObject = {} if call.name is None else {"name": call.name}
-        function["arguments"] = args
-        function.update(call.fn_extras)
-        entry: JSONObject = {
-            "index": call.index,
-            "id": call.id,
-            "type": "function",
-            "function": function,
-            **call.extras,
-        }
-        delta = {**call.head, "tool_calls": [entry]} if call.head else {"tool_calls": [entry]}
-        return Piece(call.origin, call.origin_choice, delta)
+        return Piece(
+            call.origin,
+            call.origin_choice,
+            OpeningDelta(
+                call.index,
+                call.id,
+                call.name,
+                args,
+                call.extras,
+                call.head or None,
+            ),
+        )
 
     def _args_piece(
         self,
@@ -51,15 +53,10 @@ class CallPieces(ChoiceBase):
         text: str,
         source: Source,
         choice: JSONObject,
-        extras: tuple[JSONObject, JSONObject] | None = None,
+        extras: Extras | None = None,
     ) -> Piece:
-        entry_extras, fn_extras = extras if extras is not None else ({}, {})
-        entry: JSONObject = {
-            "index": call.index,
-            "function": {"arguments": text, **fn_extras},
-            **entry_extras,
-        }
-        return Piece(source, choice, {"tool_calls": [entry]})
+        assert call.index is not None  # the opening went out first
+        return Piece(source, choice, ArgsDelta(call.index, text, extras))
 
-    def _piece(self, delta: JSONObject) -> Piece:
-        return Piece(self._source, self._choice, delta)
+    def _piece(self, fields: Fields) -> Piece:
+        return Piece(self._source, self._choice, FieldsDelta(fields))

@@ -16,6 +16,7 @@ from proxy.core.calls.state import CallState
 from proxy.core.ids import IdPool
 from proxy.core.protocols.chat.argtext import ArgText
 from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.protocols.chat.deltas import Delta, Extras, Fields
 from proxy.core.sse import Event
 
 
@@ -28,13 +29,14 @@ class Source:
     silent: bool = False  #: the chunk sent nothing of its own (everything in it was held)
 
 
-@dataclass(eq=False, slots=True)
+@dataclass(frozen=True, eq=False, slots=True)
 class Piece:
-    """One output delta of one choice, with the upstream chunk and choice it goes out as."""
+    """One output delta of one choice, with the upstream chunk and choice it goes out as.
+    Built once: a change to it is a new piece (``dataclasses.replace``)."""
 
     source: Source
     choice: JSONObject
-    delta: JSONObject | None  #: None keeps the upstream choice's delta as it was
+    delta: Delta
     finish: object = None
 
 
@@ -77,10 +79,9 @@ class Call:
     whole: bool = False  #: S2: the collected text is complete (or the markup closed the call)
     has_type: bool = False
     had_args_key: bool = False
-    extras: JSONObject = field(default_factory=dict)
-    fn_extras: JSONObject = field(default_factory=dict)
+    extras: Extras | None = None  #: the unknown fields of the entries so far
     slot: Slot | None = None  #: where the call's held output goes, once its chunk is done
-    head: JSONObject | None = None  #: the other delta fields of a chunk that held the call
+    head: Fields | None = None  #: the other delta fields of a chunk that held the call
     #: a SUSPECT: the earlier calls it is dropped for repeating, if its arguments equal theirs
     rivals: tuple[Call, ...] = ()
 
