@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from proxy.core.calls.argtext import ArgText
+from proxy.core.calls.repeats import repeats
 from proxy.core.calls.state import (
     ARGS_END,
     FALLBACK_OPENING,
@@ -22,12 +24,10 @@ from proxy.core.calls.state import (
     transition,
     whole_calls_due,
 )
-from proxy.core.protocols.chat.argtext import ArgText
 from proxy.core.protocols.chat.call_pieces import CallPieces
 from proxy.core.protocols.chat.chunks import INVALID, complete_json
 from proxy.core.protocols.chat.deltas import Extras, OpeningDelta, added
 from proxy.core.protocols.chat.pieces import HELD, Call, Sink
-from proxy.core.protocols.chat.repeats import repeats
 from proxy.core.repairs import Repair
 
 

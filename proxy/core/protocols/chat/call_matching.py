@@ -56,7 +56,7 @@ class CallMatching(CallDriver):
                 self._record(Repair.INDEX_REUSED)
             call = None
         if call is None:
-            call = Call(self._source, self._choice, td.key, td.id)
+            call = Call(td.key, td.id, origin=self._source, origin_choice=self._choice)
             self._calls.append(call)
         if td.key is not None:
             self._by_key[td.key] = call

@@ -7,7 +7,7 @@ delta each); chat/normalize.py wraps pieces into chunks. What it does, in order,
    chat/markup_bridge.py).
 2. Each ``tool_calls`` entry is matched to a call and fed to the call's state machine
    (chat/call_matching.py, chat/call_driver.py, proxy/core/calls/state.py). A call that may
-   repeat an earlier one (chat/repeats.py) is held as a SUSPECT until its arguments end,
+   repeat an earlier one (calls/repeats.py) is held as a SUSPECT until its arguments end,
    then dropped if it does; markup is still extracted after structured calls.
 3. A finish reason ends every call and is corrected (chat/finish.py).
 
@@ -54,7 +54,7 @@ class ChoiceNormalizer(Finishing):
                     self._record(repair)
                 # markup after structured calls is still extracted (llama.cpp parses the
                 # first call and leaves the next as text); a copy of a structured call is
-                # dropped instead (chat/repeats.py)
+                # dropped instead (calls/repeats.py)
                 self._entries(entries, sink)
         finish = self._read_finish(choice.get("finish_reason"))
         if finish is not None:

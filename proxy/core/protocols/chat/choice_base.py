@@ -17,11 +17,11 @@ attributes, and a layer of indirection would be paid on each of them.
 
 from __future__ import annotations
 
+from proxy.core.calls.repeats import Repeats
 from proxy.core.calls.state import S1, S1_STREAMS, S2, S2_STREAMS, CallState, Table
 from proxy.core.markup.base import Extractor
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.chat.pieces import Call, Source, StreamContext
-from proxy.core.protocols.chat.repeats import Repeats
 from proxy.core.repairs import Repair
 
 

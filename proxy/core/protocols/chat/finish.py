@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
+from proxy.core.calls.argtext import ArgText
 from proxy.core.calls.state import CallInput
-from proxy.core.protocols.chat.argtext import ArgText
 from proxy.core.protocols.chat.chunks import INVALID
 from proxy.core.protocols.chat.deltas import KEPT, NO_FIELDS, FieldsDelta, KeptDelta
 from proxy.core.protocols.chat.hot_paths import HotPaths

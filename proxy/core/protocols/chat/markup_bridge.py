@@ -74,7 +74,13 @@ class MarkupBridge(CallMatching):
                     self._s.repairs[
                         markup_kind(self._extractors.get(key), self._s.dialect_names)
                     ] += 1
-                    call = Call(self._source, self._choice, None, ident, from_markup=True)
+                    call = Call(
+                        None,
+                        ident,
+                        from_markup=True,
+                        origin=self._source,
+                        origin_choice=self._choice,
+                    )
                     self._calls.append(call)
                     self._markup_call[key] = call
                     self._release_others(call, sink)
