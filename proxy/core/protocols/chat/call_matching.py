@@ -3,7 +3,7 @@
 Each entry is matched to a call (the upstream index, else the id, else the call in progress;
 a new id or name under a used index starts a new call, Q10), stripped of what the client must
 see only once (Q1, Q2, Q4, Q5), checked for a re-sent copy of the arguments (Q17) and fed to
-the call's state machine (chat/call_driver.py).
+the call's state machine (proxy/core/calls/driver.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from proxy.core.calls.state import CallInput, CallState, compared_when_whole, may_become_whole
-from proxy.core.protocols.chat.call_driver import CallDriver
+from proxy.core.protocols.chat.call_pieces import CallPieces
 from proxy.core.protocols.chat.chunks import INVALID, complete_json
 from proxy.core.protocols.chat.deltas import Extras, added
 from proxy.core.protocols.chat.pieces import Call, Sink
@@ -21,7 +21,7 @@ from proxy.core.repairs import Repair
 _AFTER_VALUE_COULD_FOLLOW: Final = frozenset(":[,")
 
 
-class CallMatching(CallDriver):
+class CallMatching(CallPieces):
     def _entries(self, entries: list[ToolDelta], sink: Sink) -> None:
         touched: set[Call] = set()
         for entry in entries:

@@ -6,7 +6,7 @@ delta each); chat/normalize.py wraps pieces into chunks. What it does, in order,
 1. Text fields go through the dialect extractor when markup extraction is on (Q32,
    chat/markup_bridge.py).
 2. Each ``tool_calls`` entry is matched to a call and fed to the call's state machine
-   (chat/call_matching.py, chat/call_driver.py, proxy/core/calls/state.py). A call that may
+   (chat/call_matching.py, proxy/core/calls/driver.py and state.py). A call that may
    repeat an earlier one (calls/repeats.py) is held as a SUSPECT until its arguments end,
    then dropped if it does; markup is still extracted after structured calls.
 3. A finish reason ends every call and is corrected (chat/finish.py).
@@ -21,10 +21,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
+from proxy.core.calls.state import HELD
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.chat.deltas import KEPT, FieldsDelta, KeptDelta, with_head
 from proxy.core.protocols.chat.finish import Finishing
-from proxy.core.protocols.chat.pieces import HELD, Piece, Sink
+from proxy.core.protocols.chat.pieces import Piece, Sink
 from proxy.core.protocols.chat.tooldelta import ToolDelta
 from proxy.core.repairs import Repair
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Final
 
 from proxy.core.calls.record import CallRecord
-from proxy.core.calls.state import CallState
+from proxy.core.calls.state import HELD
 from proxy.core.ids import IdPool
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.chat.deltas import Delta, Extras, Fields
@@ -78,14 +77,6 @@ class Slot:
 
     pieces: list[Piece] = field(default_factory=list)
     done: bool = False
-
-
-HELD: Final = (
-    CallState.NAMELESS,
-    CallState.PLACEHOLDER,
-    CallState.COLLECTING,
-    CallState.SUSPECT,
-)
 
 
 class Sink:
