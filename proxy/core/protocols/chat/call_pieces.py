@@ -36,7 +36,9 @@ class CallPieces(ChoiceBase):
         out.put(self._args_piece(call, text, call.origin, call.origin_choice), call)
 
     def _put_args(self, call: Call, text: str, out: Sink, extras: Extras | None) -> None:
-        out.put(self._args_piece(call, text, self._source, self._choice, extras))
+        # every continuation of a call streamed on the slow path comes here: built in place
+        assert call.index is not None  # the opening went out first
+        out.put(Piece(self._source, self._choice, ArgsDelta(call.index, text, extras)))
 
     def _hold_opening(self, call: Call, args: str) -> None:
         call.placeholder = self._opening(call, args)

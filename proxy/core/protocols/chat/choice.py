@@ -86,10 +86,10 @@ class ChoiceNormalizer(Finishing):
                     )
                 return own
             return [self._piece(head)] if head or not delta else own
-        first = own[0]
-        assert not isinstance(first.delta, KeptDelta)
         if not head:
             return own
+        first = own[0]
+        assert not isinstance(first.delta, KeptDelta)
         if not isinstance(first.delta, FieldsDelta) and _has_text(head):
             # rule 5: text never shares a delta with a tool-call entry; the text goes first
             self._record(Repair.CONTENT_BESIDE_TOOL_CALLS)

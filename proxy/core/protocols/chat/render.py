@@ -75,7 +75,9 @@ def _choice_out(
 ) -> JSONObject:
     # a key set again keeps its place; a new one goes last, the delta before the finish
     out = dict(choice)
-    if not isinstance(delta, KeptDelta):
+    if isinstance(delta, ArgsDelta):  # the most frequent, on every slow-path continuation
+        out["delta"] = _args_object(delta)
+    elif not isinstance(delta, KeptDelta):
         out["delta"] = delta_object(delta)
     if finish is not None or "finish_reason" in out:
         out["finish_reason"] = finish
@@ -85,20 +87,33 @@ def _choice_out(
 
 
 def delta_object(delta: FieldsDelta | OpeningDelta | ArgsDelta) -> object:
-    """The delta object a client reads, its keys in the order clients have always seen."""
+    """The delta object a client reads, its keys in the order clients have always seen:
+    unknown fields after the known ones, the delta's other fields in front of ``tool_calls``."""
     if isinstance(delta, FieldsDelta):
         return delta.fields
-    extras = delta.extras
     if isinstance(delta, ArgsDelta):
-        function: JSONObject = {"arguments": delta.text}
-        entry: JSONObject = {"index": delta.index, "function": function}
-    else:
-        function = {} if delta.name is None else {"name": delta.name}
-        function["arguments"] = delta.arguments
-        entry = {"index": delta.index, "id": delta.id, "type": "function", "function": function}
-    if extras is not None:
-        function.update(extras.function)
-        entry.update(extras.entry)
+        return _args_object(delta)
+    function: JSONObject = {} if delta.name is None else {"name": delta.name}
+    function["arguments"] = delta.arguments
+    entry: JSONObject = {
+        "index": delta.index,
+        "id": delta.id,
+        "type": "function",
+        "function": function,
+    }
+    if delta.extras is not None:
+        function.update(delta.extras.function)
+        entry.update(delta.extras.entry)
+    return {**delta.head, "tool_calls": [entry]} if delta.head else {"tool_calls": [entry]}
+
+
+def _args_object(delta: ArgsDelta) -> JSONObject:
+    # built in one place with no call further: it is made for every slow-path continuation
+    function: JSONObject = {"arguments": delta.text}
+    entry: JSONObject = {"index": delta.index, "function": function}
+    if delta.extras is not None:
+        function.update(delta.extras.function)
+        entry.update(delta.extras.entry)
     return {**delta.head, "tool_calls": [entry]} if delta.head else {"tool_calls": [entry]}
 
 
