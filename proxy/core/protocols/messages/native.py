@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 import orjson
 
 from proxy.core.markup import build_extractor, check_names
+from proxy.core.markup.fail_open import fail_open
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.messages import native_fields
 from proxy.core.protocols.messages.native_block import Block, extracts
@@ -215,7 +216,7 @@ class NativeMessages(TextMarkup):
         kind = str(block.get("type"))
         current = Block(upstream, self._next, kind)
         if kind == "text" and self._dialects:
-            current.markup = build_extractor(self._dialects, self._tools)
+            current.markup = fail_open(build_extractor(self._dialects, self._tools))
         if kind == "tool_use":
             self._tool_blocks += 1
             current.name = block.get("name")

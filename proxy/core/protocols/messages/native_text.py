@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from proxy.core.errors import DialectError
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Segment, Text
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.messages.native_block import Block, input_parses
@@ -31,32 +30,28 @@ class TextMarkup(ClientSide):
         if self._wire == "text" and extractor.passes(text):
             self._write_block_event(block, event, payload, False)
             return
-        try:
-            segments = extractor.feed(text)
-        except DialectError:
-            self._markup_failed(block, text)
-            return
+        segments = extractor.feed(text)
+        if extractor.failed:
+            self._markup_failed(block)
         if segments == [Text(text)] and self._wire == "text":
             self._write_block_event(block, event, payload, False)
         else:
             self._segments(block, segments)
 
     def _close_markup(self, block: Block) -> None:
-        if block.markup is None:
+        extractor = block.markup
+        if extractor is None:
             return
-        try:
-            segments = block.markup.close()
-        except DialectError:
-            self._markup_failed(block, "")
-            return
+        segments = extractor.close()
+        if extractor.failed:
+            self._markup_failed(block)
         self._segments(block, segments)
         block.markup = None
 
-    def _markup_failed(self, block: Block, text: str) -> None:
+    def _markup_failed(self, block: Block) -> None:
+        """Extraction stops for the block; the text the dialect held comes back as text."""
         self._note(Repair.DIALECT_ERROR)
         block.markup = None
-        if text:
-            self._segments(block, [Text(text)])
 
     def _segments(self, block: Block, segments: list[Segment]) -> None:
         for segment in segments:
@@ -70,7 +65,8 @@ class TextMarkup(ClientSide):
                         {"type": "content_block_delta", "index": block.index, "delta": delta}
                     )
                 case CallOpen(name=name, id=ident):
-                    self.repairs[markup_kind(block.markup, self._dialects)] += 1
+                    extractor = block.markup.extractor if block.markup is not None else None
+                    self.repairs[markup_kind(extractor, self._dialects)] += 1
                     self._tool_blocks += 1
                     block.pieces = []
                     block.name = name

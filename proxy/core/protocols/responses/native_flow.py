@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Any, Final
 
 from proxy.core.markup import build_extractor
+from proxy.core.markup.fail_open import fail_open
 from proxy.core.protocols.native_repeats import CallRepeats
 from proxy.core.protocols.responses import native_calls, native_text
 from proxy.core.protocols.responses.native_items import Ev, Out, Up, message_part
@@ -110,7 +111,7 @@ class ItemFlow:
             self._waiting = up
             return
         if up.type == "message" and self.dialects:
-            up.extractor = build_extractor(self.dialects, self._request.chat_tools)
+            up.extractor = fail_open(build_extractor(self.dialects, self._request.chat_tools))
             self._extracting = up
             up.deferred.append(ev)
             return
