@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from aiohttp import ClientResponse, hdrs
+from aiohttp import ClientPayloadError, ClientResponse, hdrs
 
 
 def media_type(resp: ClientResponse) -> str:
@@ -14,15 +14,19 @@ def media_type(resp: ClientResponse) -> str:
 
 
 async def read_capped(resp: ClientResponse, limit: int) -> tuple[bytes, bool]:
-    """Read the body up to ``limit`` bytes; the flag says whether that was all of it."""
+    """Read the body up to ``limit`` bytes; the flag says whether that was all of it (not when
+    the upstream's connection broke off before the body's end)."""
     if resp.content_length is not None and resp.content_length > limit:
         return b"", False
     body = bytearray()
-    while len(body) <= limit:
-        chunk = await resp.content.readany()
-        if not chunk:
-            return bytes(body), True
-        body += chunk
+    try:
+        while len(body) <= limit:
+            chunk = await resp.content.readany()
+            if not chunk:
+                return bytes(body), True
+            body += chunk
+    except ClientPayloadError:
+        pass  # cut off: what came is kept, and the caller told it is not all
     return bytes(body), False
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 from aiohttp import ClientResponse, hdrs, web
 
-from proxy.core.bridge import ChatBridge
+from proxy.core.bridge import ChatBridge, translate_whole
 from proxy.core.errors import ClientRequestError
 from proxy.core.policy import Plan
 from proxy.core.protocols.base import ChatRequest, ClientProtocol, Encoder
@@ -102,11 +102,23 @@ async def respond_translated(
         encoder = protocol.encoder(chat.context, new_id, False)
         _feed_all(encoder, events)
         exchange.completion_rewritten(200, repairs)
-        answer = web.Response(body=orjson.dumps(encoder.response()), content_type=_JSON)
-        answer.headers["X-Request-Id"] = request[REQUEST_ID]
-        return answer
+        return _json(request, encoder.response())
     max_event = state.settings.limits.max_event_bytes
     normalizer = StreamNormalizer(upstream.normalize, info, new_id=new_id)
+    if not chat.body.get("stream"):  # the client asked for one object; the upstream streamed
+        body, complete = await read_capped(resp, limit)
+        whole = translate_whole(
+            ChatSSEStream(normalizer, max_event_bytes=max_event),
+            protocol.encoder(chat.context, new_id, False),
+            body,
+            complete=complete,
+            max_event_bytes=max_event,
+        )
+        if whole.answer is None:
+            exchange.completion_rewritten(502, normalizer.repairs)
+            return _error(request, protocol, 502, whole.error)
+        exchange.completion_rewritten(200, normalizer.repairs)
+        return _json(request, whole.answer)
     bridge = ChatBridge(
         ChatSSEStream(normalizer, max_event_bytes=max_event),
         protocol.encoder(chat.context, new_id, True),
@@ -188,6 +200,12 @@ async def _start_stream(request: web.Request, resp: ClientResponse) -> web.Strea
     response.headers["X-Request-Id"] = request[REQUEST_ID]
     response.headers["X-Accel-Buffering"] = "no"
     await response.prepare(request)
+    return response
+
+
+def _json(request: web.Request, answer: object) -> web.Response:
+    response = web.Response(body=orjson.dumps(answer), content_type=_JSON)
+    response.headers["X-Request-Id"] = request[REQUEST_ID]
     return response
 
 
