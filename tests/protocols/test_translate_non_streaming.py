@@ -101,38 +101,34 @@ MESSAGES_BODY = {
 }
 
 
-@pytest.mark.parametrize("shape", STREAMED)
-async def test_responses_stream_false_over_an_sse_answer_is_one_response(proxy_for, shape):
-    requests: list[dict[str, Any]] = []
-    proxy = await proxy_for(sse_always(shape, requests))
-    raw = await proxy.post("/v1/responses", json=RESPONSES_BODY)
-    assert raw.status == 200
-    assert raw.content_type == "application/json"
-    body = await raw.read()
-    assert b"event:" not in body
-    assert b"data:" not in body
-    response = json.loads(body)
-    assert response["object"] == "response"
-    assert response["status"] == "completed"
-    [call] = response["output"]
-    assert call["type"] == "function_call"
-    assert (call["name"], json.loads(call["arguments"])) == ("get_weather", ARGS)
+def the_call(path: str, answer: dict[str, Any]) -> tuple[str, object]:
+    """The one call in a Response or a Message, checked for the object's own fields."""
+    if path == "/v1/responses":
+        assert (answer["object"], answer["status"]) == ("response", "completed")
+        [call] = answer["output"]
+        assert call["type"] == "function_call"
+        return call["name"], json.loads(call["arguments"])
+    assert (answer["type"], answer["stop_reason"]) == ("message", "tool_use")
+    [use] = [block for block in answer["content"] if block["type"] == "tool_use"]
+    return use["name"], use["input"]
+
+
+PATHS = [("/v1/responses", RESPONSES_BODY), ("/v1/messages", MESSAGES_BODY)]
 
 
 @pytest.mark.parametrize("shape", STREAMED)
-async def test_messages_stream_false_over_an_sse_answer_is_one_message(proxy_for, shape):
+@pytest.mark.parametrize(("path", "body"), PATHS)
+async def test_stream_false_over_an_sse_answer_is_one_object(proxy_for, path, body, shape):
     requests: list[dict[str, Any]] = []
     proxy = await proxy_for(sse_always(shape, requests))
-    raw = await proxy.post("/v1/messages", json=MESSAGES_BODY)
+    raw = await proxy.post(path, json=body)
     assert raw.status == 200
     assert raw.content_type == "application/json"
-    body = await raw.read()
-    assert b"event:" not in body
-    message = json.loads(body)
-    assert message["type"] == "message"
-    assert message["stop_reason"] == "tool_use"
-    [use] = [b for b in message["content"] if b["type"] == "tool_use"]
-    assert (use["name"], use["input"]) == ("get_weather", ARGS)
+    data = await raw.read()
+    assert b"event:" not in data
+    assert b"data:" not in data
+    assert the_call(path, json.loads(data)) == ("get_weather", ARGS)
+    assert requests[0].get("stream") in (None, False)
 
 
 async def test_openai_python_non_streaming_over_an_sse_answer(proxy_for):
@@ -167,9 +163,7 @@ CUT_OFF = {
 
 
 @pytest.mark.parametrize("answer", list(CUT_OFF))
-@pytest.mark.parametrize(
-    ("path", "body"), [("/v1/responses", RESPONSES_BODY), ("/v1/messages", MESSAGES_BODY)]
-)
+@pytest.mark.parametrize(("path", "body"), PATHS)
 async def test_stream_false_over_a_cut_off_answer_is_an_error(proxy_for, path, body, answer):
     proxy = await proxy_for(CUT_OFF[answer]())
     raw = await proxy.post(path, json=body)
@@ -179,18 +173,14 @@ async def test_stream_false_over_a_cut_off_answer_is_an_error(proxy_for, path, b
     assert "error" in error
 
 
-@pytest.mark.parametrize(
-    ("path", "body", "key"),
-    [("/v1/responses", RESPONSES_BODY, "output"), ("/v1/messages", MESSAGES_BODY, "content")],
-)
-async def test_stream_false_over_a_json_answer_is_one_object(proxy_for, path, body, key):
+@pytest.mark.parametrize(("path", "body"), PATHS)
+async def test_stream_false_over_a_json_answer_is_one_object(proxy_for, path, body):
     requests: list[dict[str, Any]] = []
     proxy = await proxy_for(json_always(requests))
     raw = await proxy.post(path, json=body)
     assert raw.status == 200
     assert raw.content_type == "application/json"
-    answer = await raw.json()
-    assert [part["type"] for part in answer[key]] in (["function_call"], ["tool_use"])
+    assert the_call(path, await raw.json()) == ("get_weather", ARGS)
     assert requests[0].get("stream") in (None, False)
 
 
@@ -210,9 +200,7 @@ def sse_error(requests: list[dict[str, Any]]) -> web.Application:
     return app
 
 
-@pytest.mark.parametrize(
-    ("path", "body"), [("/v1/responses", RESPONSES_BODY), ("/v1/messages", MESSAGES_BODY)]
-)
+@pytest.mark.parametrize(("path", "body"), PATHS)
 async def test_stream_false_over_an_sse_error_is_an_error(proxy_for, path, body):
     proxy = await proxy_for(sse_error([]))
     raw = await proxy.post(path, json=body)
