@@ -78,10 +78,11 @@ async def respond_translated(
     exchange = request[EXCHANGE]
     exchange.meter.upstream_headers_at = perf_counter()
     limit = state.settings.limits.max_response_body_bytes
+    idle = state.settings.timeouts.idle
     kind = media_type(resp)
     new_id = new_id_factory()
     if resp.status != 200 or hdrs.CONTENT_ENCODING in resp.headers or kind not in (_SSE, _JSON):
-        body, _ = await read_capped(resp, limit)
+        body, _ = await read_capped(resp, limit, idle=idle)
         if resp.status >= 400:
             status, message = resp.status, upstream_error_message(body, resp.status)
         else:
@@ -93,7 +94,7 @@ async def respond_translated(
         return _error(request, protocol, status, message)
     info = RequestInfo.from_body(chat.body)
     if kind == _JSON:
-        body, complete = await read_capped(resp, limit)
+        body, complete = await read_capped(resp, limit, idle=idle)
         fixed, repairs = normalize_completion(body, upstream.normalize, info, new_id=new_id)
         events = completion_events(fixed) if complete else None
         if events is None:
@@ -106,7 +107,7 @@ async def respond_translated(
     max_event = state.settings.limits.max_event_bytes
     normalizer = StreamNormalizer(upstream.normalize, info, new_id=new_id)
     if not chat.body.get("stream"):  # the client asked for one object; the upstream streamed
-        body, complete = await read_capped(resp, limit)
+        body, complete = await read_capped(resp, limit, idle=idle)
         whole = translate_whole(
             ChatSSEStream(normalizer, max_event_bytes=max_event),
             protocol.encoder(chat.context, new_id, False),

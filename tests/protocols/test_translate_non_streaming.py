@@ -6,6 +6,7 @@ answer, and no SSE byte reaches a client that did not ask for a stream. Real aio
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -15,6 +16,7 @@ import openai
 import pytest
 from aiohttp import web
 
+from proxy.settings import TimeoutSettings
 from tests.agents import shapes
 
 WEATHER_RESPONSES = {
@@ -34,15 +36,20 @@ ARGS = {"location": "Paris"}
 STREAMED = ["canonical", "llamacpp-old", "hermes", "qwen3-coder"]
 
 
-def sse_always(shape: str, requests: list[dict[str, Any]], *, cut: bool = False) -> web.Application:
+def sse_always(
+    shape: str, requests: list[dict[str, Any]], *, cut: bool = False, stall: bool = False
+) -> web.Application:
     """A chat upstream that streams its call in ``shape`` even when asked not to stream; cut:
-    the connection drops in the middle of the call."""
+    the connection drops in the middle of the call; stall: it sends nothing more from there."""
 
     async def chat(request: web.Request) -> web.StreamResponse:
         requests.append(await request.json())
         body = shapes.sse(shapes.SHAPES[shape]("get_weather", ARGS, "call_up1"), usage=True)
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
+        if stall:
+            await response.write(body[: len(body) // 2])
+            await asyncio.sleep(30)
         if cut:
             await response.write(body[: len(body) // 2])
             assert request.transport is not None
@@ -171,6 +178,18 @@ async def test_stream_false_over_a_cut_off_answer_is_an_error(proxy_for, path, b
     assert raw.content_type == "application/json"
     error = await raw.json()
     assert "error" in error
+
+
+@pytest.mark.parametrize(("path", "body"), PATHS)
+async def test_stream_false_over_a_stalled_answer_is_an_error(
+    start_upstream, start_proxy, path, body
+):
+    server = await start_upstream(sse_always("canonical", [], stall=True))
+    proxy = await start_proxy(server, timeouts=TimeoutSettings(idle=0.5))
+    async with asyncio.timeout(10):
+        raw = await proxy.post(path, json=body)
+    assert raw.status == 502
+    assert "cut off" in json.dumps(await raw.json())
 
 
 @pytest.mark.parametrize(("path", "body"), PATHS)
