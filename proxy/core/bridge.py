@@ -98,7 +98,7 @@ def translate_whole(
     if watched.failure is not None:
         return Whole(None, watched.failure.message)
     if not complete:
-        return Whole(None, "the upstream's stream was cut off before its end")
+        return Whole(None, "the upstream's stream did not arrive whole (cut off, stalled, too big)")
     return Whole(encoder.response())
 
 
