@@ -152,7 +152,9 @@ async def respond_native(
     dialects = upstream.normalize.dialects if upstream.normalize is not None else ()
     dedupe = upstream.normalize is not None and upstream.normalize.dedupe_calls
     if rewritable and kind == _JSON:
-        body, complete = await read_capped(resp, state.settings.limits.max_response_body_bytes)
+        body, complete = await read_capped(
+            resp, state.settings.limits.max_response_body_bytes, idle=state.settings.timeouts.idle
+        )
         if complete:
             fixed, repairs = protocol.native_completion(body, payload, dialects)
             exchange.completion_rewritten(resp.status, repairs)
