@@ -28,7 +28,6 @@ from bench.protocols import PATHS
 from bench.shapes import model_name
 from bench.targets import ROOT, Target, start_upstream
 
-PATH = PATHS["chat"]
 # The idle-streams load measures memory and errors with many open streams; it runs with one
 # shape, whose first stamp comes after one gap (a tool-call shape's markup would take longer
 # than the whole load at one chunk a second).

@@ -11,46 +11,51 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Callable, Sequence
-from typing import Any
 
 import orjson
 from aiohttp import web
 
 from bench import serve
-from bench.native_shapes import NATIVE_PROTOCOLS, SlotTemplate, native_templates
+from bench.native_shapes import NATIVE_PROTOCOLS, native_templates
 from bench.shapes import parse_model, templates
 from bench.stamps import stamp
 
-Stream = tuple[Sequence[Any], Callable[[Any], bytes]]  # events, and what renders one when sent
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    body = orjson.loads(await request.read())
+    model = body.get("model", "")
+    req = parse_model(model)
+    if req is None or not body.get("stream"):
+        return web.json_response({"error": {"message": f"unknown model {model!r}"}}, status=400)
+    resp = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    )
+    await resp.prepare(request)
+    loop = asyncio.get_running_loop()
+    delay = req.delay_ms / 1000
+    start = loop.time()
+    try:
+        for k, t in enumerate(templates(model)):
+            if k:
+                await asyncio.sleep(max(0.0, start + k * delay - loop.time()))
+            await resp.write(t.event(stamp()))
+        await resp.write_eof()
+    except ConnectionResetError:
+        pass  # the load generator hung up at its deadline
+    return resp
 
 
-def _chat(model: str) -> Stream:
-    return templates(model), lambda t: t.event(stamp())
+def native(protocol: str):
+    """The handler of ``/v1/<protocol>``: chat_completions' schedule, the native events; a
+    Responses stream's ends say again the stamps sent before them, so they are kept."""
 
-
-def _native(protocol: str) -> Callable[[str], Stream]:
-    def stream(model: str) -> Stream:
-        stamps: list[bytes] = []  # sent so far: a Responses stream repeats them in its ends
-
-        def render(t: SlotTemplate) -> bytes:
-            if t.fresh:
-                stamps.append(stamp())
-            return t.event(stamps)
-
-        return native_templates(protocol, model), render
-
-    return stream
-
-
-def _handler(stream: Callable[[str], Stream]):
     async def handle(request: web.Request) -> web.StreamResponse:
         body = orjson.loads(await request.read())
         model = body.get("model", "")
         req = parse_model(model)
         if req is None or not body.get("stream"):
-            return web.json_response({"error": {"message": f"unknown model {model!r}"}}, status=400)
-        events, render = stream(model)
+            error = {"error": {"message": f"unknown model {model!r}"}}
+            return web.json_response(error, status=400)
         resp = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
@@ -58,11 +63,14 @@ def _handler(stream: Callable[[str], Stream]):
         loop = asyncio.get_running_loop()
         delay = req.delay_ms / 1000
         start = loop.time()
+        stamps: list[bytes] = []
         try:
-            for k, t in enumerate(events):
+            for k, t in enumerate(native_templates(protocol, model)):
                 if k:
                     await asyncio.sleep(max(0.0, start + k * delay - loop.time()))
-                await resp.write(render(t))
+                if t.fresh:
+                    stamps.append(stamp())
+                await resp.write(t.event(stamps))
             await resp.write_eof()
         except ConnectionResetError:
             pass  # the load generator hung up at its deadline
@@ -73,11 +81,10 @@ def _handler(stream: Callable[[str], Stream]):
 
 def create_app() -> web.Application:
     app = web.Application()
-    routes = {"chat/completions": _handler(_chat)}
-    routes |= {name: _handler(_native(name)) for name in NATIVE_PROTOCOLS}
-    for path, handler in routes.items():
-        app.router.add_post(f"/v1/{path}", handler)
-        app.router.add_post(f"/{path}", handler)
+    app.router.add_post("/v1/chat/completions", chat_completions)
+    app.router.add_post("/chat/completions", chat_completions)
+    for protocol in NATIVE_PROTOCOLS:
+        app.router.add_post(f"/v1/{protocol}", native(protocol))
     return app
 
 
