@@ -9,7 +9,7 @@ import pytest
 
 from bench.cli import main
 from bench.native_shapes import native_templates
-from bench.protocols import EventReader, RULES, request
+from bench.protocols import RULES, EventReader, request
 
 CHUNKS = 5
 
