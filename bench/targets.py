@@ -173,11 +173,10 @@ class Proxy(Target):
 
     def argv(self, upstream: str, port: int, workdir: Path) -> list[str]:
         config = workdir / f"{self.name}.toml"
-        mode = "native" if self.native else "translate"
-        config.write_text(
-            f'[[upstreams]]\nname = "bench"\nurl = "{upstream}"\nmodels = ["*"]\n'
-            f'responses = "{mode}"\nmessages = "{mode}"\n'
-        )
+        text = f'[[upstreams]]\nname = "bench"\nurl = "{upstream}"\nmodels = ["*"]\n'
+        # Unset, both translate: the same file as before the protocols, for proxy@DIR of then.
+        text += 'responses = "native"\nmessages = "native"\n' if self.native else ""
+        config.write_text(text)
         argv = [sys.executable, "-m", "proxy", "--config", str(config), "--port", str(port)]
         return argv + (["--workers", str(self.workers)] if self.workers > 1 else [])
 

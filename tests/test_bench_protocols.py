@@ -133,5 +133,6 @@ def test_bench_measures_every_protocol_and_mode_with_whole_streams(tmp_path, cap
     assert f"| 1 x 0 ms | {native} |" in table
     bridges = table.split("Translating, CPU against the chat rewrite")[1]
     assert f"| {proxy} | toolcall | 1 x 0 ms |" in bridges
-    [config] = (tmp_path / (result_file.stem + "-logs")).glob(f"{native}.toml")
-    assert 'responses = "native"' in config.read_text()
+    logs = tmp_path / (result_file.stem + "-logs")
+    assert 'responses = "native"' in (logs / f"{native}.toml").read_text()
+    assert "native" not in (logs / f"{proxy}.toml").read_text()
