@@ -112,7 +112,24 @@ def measure(
     pids = procstat.tree(target.pid) if target.pid else []
     cpu = procstat.cpu_seconds(pids) - cpu0 if pids else None
     result.update(cpu_s=cpu, rss_before=rss0 if pids else None, rss_peak=peak if pids else None)
+    result["cpu_after_s"] = _settle(pids) if pids else None
     return result
+
+
+def _settle(pids: list[int], timeout: float = 30.0) -> float:
+    """Wait until the target has worked off the load that just ended, so that its work does
+    not slow the next measurement (LiteLLM's Messages bridge goes on at a whole core for 2 s
+    after 100 clients have gone): until a quarter second holds at most one clock tick of its
+    CPU. Returns the CPU seconds it spent meanwhile, which its figures leave out."""
+    start = last = procstat.cpu_seconds(pids)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+        now = procstat.cpu_seconds(pids)
+        if now - last <= 0.011:
+            break
+        last = now
+    return procstat.cpu_seconds(pids) - start
 
 
 def _warm(target: Target, plan: Plan) -> None:
