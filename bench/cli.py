@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 
-from bench import profile, report, runner, targets
+from bench import bridge_report, profile, protocols, report, runner, targets
 from bench.runner import Load, Plan
 from bench.shapes import SHAPES
 
@@ -41,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--quick",
         action="store_true",
-        help=f"loads {QUICK_LOADS}, 1 repetition, 2 s, no idle streams",
+        help=f"loads {QUICK_LOADS}, 1 repetition, 2 s, no idle streams, chat only",
     )
     p.add_argument("--reps", type=int, help="repetitions of each measurement (default 3; quick 1)")
     p.add_argument("--duration", type=float, help="seconds per measurement (default 5; quick 2)")
@@ -58,6 +58,16 @@ def _parser() -> argparse.ArgumentParser:
         "--shapes",
         default="content,toolcall,hermes",
         help=f"stream shapes to send, of {', '.join(SHAPES)}",
+    )
+    p.add_argument(
+        "--protocols",
+        help="what the clients speak, of chat, responses, messages (default: all; quick: chat)",
+    )
+    p.add_argument(
+        "--modes",
+        default="translate,native",
+        help="how responses and messages are served: translate (the proxy's bridge over the"
+        " chat upstream), native (the upstream's own stream)",
     )
     p.add_argument("--chunks", type=int, default=100, help="payload chunks per stream")
     p.add_argument(
@@ -114,6 +124,10 @@ def _targets(names: list[str], args: argparse.Namespace) -> list[targets.Target]
     return chosen
 
 
+def _names(spec: str) -> list[str]:
+    return [name for name in spec.split(",") if name]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     default = QUICK_LOADS if args.quick else ALL_LOADS
@@ -124,6 +138,11 @@ def main(argv: list[str] | None = None) -> int:
     shapes = [s for s in args.shapes.split(",") if s]
     if unknown := set(shapes) - set(SHAPES):
         raise SystemExit(f"unknown shapes {sorted(unknown)}; known: {', '.join(SHAPES)}")
+    spec = args.protocols or ("chat" if args.quick else ",".join(protocols.CLIENT_PROTOCOLS))
+    try:
+        streams = protocols.streams(_names(spec), _names(args.modes))
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     plan = Plan(
         shapes=shapes,
         loads=loads,
@@ -133,8 +152,11 @@ def main(argv: list[str] | None = None) -> int:
         chunks=args.chunks,
         max_requests=args.max_requests,
         warmup=args.warmup,
+        protocols=streams,
     )
     chosen = _targets([t for t in args.targets.split(",") if t], args)
+    if any(s.endswith("/native") for s in streams):  # each proxy again, in native mode
+        chosen += [t.native_twin() for t in chosen if isinstance(t, targets.Proxy)]
     stem = args.out / time.strftime("%Y%m%d-%H%M%S")
     args.out.mkdir(parents=True, exist_ok=True)
     if args.profile:
@@ -149,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     table = report.markdown(result) + "\n" + report.machine_line(result) + "\n"
     if checks := report.verdicts(report.summarize(result["cells"])):
         table += "\nTargets (issue #6):\n\n" + "\n".join(checks) + "\n"
+    if bridges := bridge_report.translate_table(report.summarize(result["cells"])):
+        table += "\nTranslating, CPU against the chat rewrite (issue #18):\n\n" + bridges + "\n"
     result["summary"] = report.summarize(result["cells"])
     stem.with_suffix(".json").write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2))
     stem.with_suffix(".md").write_text(table)

@@ -38,11 +38,11 @@ NO_TOOLS: Final = ("plain",)  # shapes whose requests offer no tools
 _MODEL: Final = re.compile(r"bench-([a-z]+)-(\d+)-(\d+)\Z")
 _SLOT: Final = "@@STAMP@@"  # JSON leaves it as it is, so it can be cut out of the encoding
 # Hermes markup as a Qwen-style tokenizer splits it; the stamps go inside the "q" string.
-_HERMES_OPEN: Final = (
+HERMES_OPEN: Final = (
     *("<tool_call>", "\n", '{"', "name", '":', ' "', "get", "_weather", '",'),
     *(' "', "arguments", '":', ' {"', "q", '":', ' "'),
 )
-_HERMES_CLOSE: Final = ('"}}', "\n", "</tool_call>")
+HERMES_CLOSE: Final = ('"}}', "\n", "</tool_call>")
 
 
 # What the load generator offers the model on every request (but the ``plain`` shape's), as an
@@ -172,9 +172,9 @@ def templates(model: str) -> tuple[Template, ...]:
         out.append(Template(_event(model, {}, "tool_calls")))
     else:
         out.append(Template(_event(model, {"role": "assistant", "content": ""})))
-        out += [_content(model, token) for token in _HERMES_OPEN]
+        out += [_content(model, token) for token in HERMES_OPEN]
         out += [_stamped(model, {"content": payload})] * req.chunks
-        out += [_content(model, token) for token in _HERMES_CLOSE]
+        out += [_content(model, token) for token in HERMES_CLOSE]
         out.append(Template(_event(model, {}, "stop")))
     out.append(Template(b"data: [DONE]\n\n"))
     return tuple(out)
