@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 
-from bench import profile, report, runner, targets
+from bench import per_request, profile, report, runner, targets
 from bench.runner import Load, Plan
 from bench.shapes import SHAPES
 
@@ -76,6 +76,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--profile", metavar="TARGET", help="sample this target (its table name) with py-spy"
     )
+    p.add_argument(
+        "--per-request",
+        type=int,
+        nargs="?",
+        const=16,
+        default=0,
+        metavar="CLIENTS",
+        help="also measure per-request cost: CLIENTS (16) clients, 1-chunk answers",
+    )
     p.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     return p
 
@@ -133,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         chunks=args.chunks,
         max_requests=args.max_requests,
         warmup=args.warmup,
+        per_request_clients=args.per_request,
     )
     chosen = _targets([t for t in args.targets.split(",") if t], args)
     stem = args.out / time.strftime("%Y%m%d-%H%M%S")
@@ -149,6 +159,14 @@ def main(argv: list[str] | None = None) -> int:
     table = report.markdown(result) + "\n" + report.machine_line(result) + "\n"
     if checks := report.verdicts(report.summarize(result["cells"])):
         table += "\nTargets (issue #6):\n\n" + "\n".join(checks) + "\n"
+    if workers := report.workers_table(report.summarize(result["cells"])):
+        table += "\n" + workers
+    if "per_request" in result:
+        rows = per_request.summarize(result["per_request"])
+        table += "\n" + per_request.markdown(rows, args.per_request)
+        if checks := per_request.verdicts(rows):
+            table += "\nTargets (issue #18):\n\n" + "\n".join(checks) + "\n"
+        result["per_request_summary"] = rows
     result["summary"] = report.summarize(result["cells"])
     stem.with_suffix(".json").write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2))
     stem.with_suffix(".md").write_text(table)
