@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 
-from bench import per_request, profile, report, runner, targets
+from bench import gcwatch, per_request, profile, report, runner, targets
 from bench.runner import Load, Plan
 from bench.shapes import SHAPES
 
@@ -25,6 +25,7 @@ MORE_TARGETS = (
     "proxy@DIR (the proxy of another checkout)",
     "proxy-wN (the proxy with --workers N)",
     "bare-asyncio",
+    "proxy+gc, proxy+freeze, proxy+thresholdN (the garbage collector's pauses, bench.gcwatch)",
 )
 
 
@@ -104,6 +105,8 @@ def _targets(names: list[str], args: argparse.Namespace) -> list[targets.Target]
             if not (root / "proxy" / "cli.py").is_file():
                 raise SystemExit(f"{name}: no proxy/cli.py under {root}")
             chosen.append(targets.Proxy(root))
+        elif name.startswith("proxy+"):
+            chosen.append(gcwatch.WatchedProxy(name.removeprefix("proxy+")))
         elif name == "nginx":
             binary = targets.nginx_binary(install=not args.no_install)
             if binary is None:
@@ -167,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
         if checks := per_request.verdicts(rows):
             table += "\nTargets (issue #18):\n\n" + "\n".join(checks) + "\n"
         result["per_request_summary"] = rows
+    if gc_logs := [t.gc_log for t in chosen if isinstance(t, gcwatch.WatchedProxy) and t.gc_log]:
+        summaries = [gcwatch.summary(log) for log in gc_logs if log.is_file()]
+        table += "\nGarbage collections over the run:\n\n```\n" + "\n".join(summaries) + "\n```\n"
     result["summary"] = report.summarize(result["cells"])
     stem.with_suffix(".json").write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2))
     stem.with_suffix(".md").write_text(table)
