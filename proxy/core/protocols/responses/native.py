@@ -255,7 +255,7 @@ class NativeStream(ItemFlow):
             self.repair(Repair.USAGE_MISSING)
             response["usage"] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
             ev.changed()
-        if self._cut and ev.type == "response.completed":
+        if self.cut and ev.type == "response.completed":
             self.repair(Repair.CUT_AS_COMPLETED)
             ev.set("type", "response.incomplete")
             response["status"] = "incomplete"
