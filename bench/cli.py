@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 
-from bench import bridge_report, profile, protocols, report, runner, targets
+from bench import bridge_report, gcwatch, per_request, profile, protocols, report, runner, targets
 from bench.runner import Load, Plan
 from bench.shapes import SHAPES
 
@@ -25,6 +25,7 @@ MORE_TARGETS = (
     "proxy@DIR (the proxy of another checkout)",
     "proxy-wN (the proxy with --workers N)",
     "bare-asyncio",
+    "proxy+gc, proxy+freeze, proxy+thresholdN (the garbage collector's pauses, bench.gcwatch)",
 )
 
 
@@ -86,6 +87,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--profile", metavar="TARGET", help="sample this target (its table name) with py-spy"
     )
+    p.add_argument(
+        "--per-request",
+        type=int,
+        nargs="?",
+        const=16,
+        default=0,
+        metavar="CLIENTS",
+        help="also measure per-request cost: CLIENTS (16) clients, 1-chunk answers",
+    )
     p.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     return p
 
@@ -105,6 +115,8 @@ def _targets(names: list[str], args: argparse.Namespace) -> list[targets.Target]
             if not (root / "proxy" / "cli.py").is_file():
                 raise SystemExit(f"{name}: no proxy/cli.py under {root}")
             chosen.append(targets.Proxy(root))
+        elif name.startswith("proxy+"):
+            chosen.append(gcwatch.WatchedProxy(name.removeprefix("proxy+")))
         elif name == "nginx":
             binary = targets.nginx_binary(install=not args.no_install)
             if binary is None:
@@ -153,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         max_requests=args.max_requests,
         warmup=args.warmup,
         protocols=streams,
+        per_request_clients=args.per_request,
     )
     chosen = _targets([t for t in args.targets.split(",") if t], args)
     if any(s.endswith("/native") for s in streams):  # each proxy again, in native mode
@@ -173,6 +186,17 @@ def main(argv: list[str] | None = None) -> int:
         table += "\nTargets (issue #6):\n\n" + "\n".join(checks) + "\n"
     if bridges := bridge_report.translate_table(report.summarize(result["cells"])):
         table += "\nTranslating, CPU against the chat rewrite (issue #18):\n\n" + bridges + "\n"
+    if workers := report.workers_table(report.summarize(result["cells"])):
+        table += "\n" + workers
+    if "per_request" in result:
+        rows = per_request.summarize(result["per_request"])
+        table += "\n" + per_request.markdown(rows, args.per_request)
+        if checks := per_request.verdicts(rows):
+            table += "\nTargets (issue #18):\n\n" + "\n".join(checks) + "\n"
+        result["per_request_summary"] = rows
+    if gc_logs := [t.gc_log for t in chosen if isinstance(t, gcwatch.WatchedProxy) and t.gc_log]:
+        summaries = [gcwatch.summary(log) for log in gc_logs if log.is_file()]
+        table += "\nGarbage collections over the run:\n\n```\n" + "\n".join(summaries) + "\n```\n"
     result["summary"] = report.summarize(result["cells"])
     stem.with_suffix(".json").write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2))
     stem.with_suffix(".md").write_text(table)

@@ -95,6 +95,8 @@ def markdown(result: dict[str, Any]) -> str:
     protocols = plan.get("protocols", ["chat"])
     out = []
     for protocol, shape in ((p, s) for p in protocols for s in plan["shapes"]):
+        if not any(r["shape"] == shape and r.get("protocol", "chat") == protocol for r in rows):
+            continue  # no stream loads in this run (--loads '' with --per-request)
         out.append(f"#### {shape}\n" if protocols == ["chat"] else f"#### {protocol}: {shape}\n")
         if protocol.endswith("/translate"):
             out.append(f"direct: the chat stream ({protocol} needs a bridge).\n")
@@ -184,3 +186,33 @@ def verdicts(rows: list[dict[str, Any]]) -> list[str]:
             if (kb := r["rss_per_stream_kb"]) is not None:
                 check(kb < 50, f"{where}: RSS grew {kb:.1f} KB per open stream (under 50 KB)")
     return out
+
+
+def workers_table(rows: list[dict[str, Any]]) -> str:
+    """The proxy with one worker against ``proxy-wN`` on unthrottled loads: total chunks/s,
+    chunks per proxy CPU-second, and each as a ratio to one worker's ('' without both)."""
+    rows = [r for r in rows if r.get("protocol", "chat") == "chat"]
+    one = {(r["shape"], r["concurrency"]): r for r in rows if r["target"] == PROXY}
+    lines = []
+    for r in rows:
+        base = one.get((r["shape"], r["concurrency"]))
+        if r["delay_ms"] or not r["target"].startswith(PROXY + " (") or base is None:
+            continue
+        for row in (base, r):
+            per_cpu = 1000 / row["cpu_s_per_1k"] if row["cpu_s_per_1k"] else None
+            rate = _ratio(row["chunks_per_s"], base["chunks_per_s"])
+            cpu = _ratio(per_cpu, 1000 / base["cpu_s_per_1k"] if base["cpu_s_per_1k"] else None)
+            cells = [f"{r['shape']} {r['concurrency']} x 0 ms", row["target"]]
+            cells += [_cell(row["chunks_per_s"], "{:.0f}"), _cell(rate, "{:.2f}x")]
+            cells += [_cell(per_cpu, "{:.0f}"), _cell(cpu, "{:.2f}x")]
+            lines.append("| " + " | ".join(cells) + " |")
+    if not lines:
+        return ""
+    head = "| load | target | chunks/s | vs 1 worker | chunks / proxy CPU s | vs 1 worker |"
+    return (
+        "#### Workers (unthrottled)\n\n"
+        + head
+        + "\n|---|---|--:|--:|--:|--:|\n"
+        + "\n".join(lines)
+        + "\n"
+    )

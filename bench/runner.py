@@ -23,7 +23,7 @@ from pathlib import Path
 
 import orjson
 
-from bench import procstat, profile
+from bench import per_request, procstat, profile
 from bench.protocols import PATHS
 from bench.shapes import model_name
 from bench.targets import ROOT, Target, start_upstream
@@ -53,6 +53,7 @@ class Plan:
     warmup: float = 0.5
     profile: str | None = None  # name of a target to sample with py-spy during each load
     profile_dir: str | None = None
+    per_request_clients: int = 0  # clients of the per-request load (bench.per_request); 0: none
     extra: dict[str, str] = field(default_factory=dict)
     protocols: list[str] = field(default_factory=lambda: ["chat"])
 
@@ -196,6 +197,7 @@ def run(plan: Plan, targets: list[Target], workdir: Path, progress=print) -> dic
     # Read before the run: a checkout may change while it runs (a restarted proxy would not).
     info["versions"] = {t.name: v for t in targets if (v := t.version())}
     cells: list[dict[str, object]] = []
+    result: dict[str, object] = {}
     upstream = start_upstream(workdir)
     try:
         for target in targets:
@@ -212,6 +214,8 @@ def run(plan: Plan, targets: list[Target], workdir: Path, progress=print) -> dic
                     cell.update(concurrency=load.concurrency, delay_ms=load.delay_ms)
                     cells.append(cell)
                     progress(_line(cell))
+        if plan.per_request_clients:
+            result["per_request"] = per_request.run_all(plan, targets, upstream.proc.pid, progress)
     finally:
         for target in targets:
             target.stop()
@@ -222,6 +226,7 @@ def run(plan: Plan, targets: list[Target], workdir: Path, progress=print) -> dic
         "plan": asdict(plan),
         "targets": [t.name for t in targets],
         "cells": cells,
+        **result,
     }
 
 

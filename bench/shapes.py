@@ -127,6 +127,16 @@ def _old_llama_args(text: str | None) -> dict[str, object]:
     return {"tool_calls": [{"index": 0, "function": function}]}
 
 
+def completion(model: str, stamp: bytes) -> bytes:
+    """The non-streaming answer (``stream: false``): one message whose content is the stamp."""
+    message = {"role": "assistant", "content": " " + stamp.decode()}
+    choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}
+    answer = {"id": "chatcmpl-bench", "object": "chat.completion", "created": 1700000000}
+    answer |= {"model": model, "choices": [choice]}
+    answer["usage"] = {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10}
+    return orjson.dumps(answer)
+
+
 @cache
 def templates(model: str) -> tuple[Template, ...]:
     req = parse_model(model)

@@ -17,7 +17,7 @@ from aiohttp import web
 
 from bench import serve
 from bench.native_shapes import NATIVE_PROTOCOLS, native_templates
-from bench.shapes import parse_model, templates
+from bench.shapes import completion, parse_model, templates
 from bench.stamps import stamp
 
 
@@ -25,8 +25,10 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     body = orjson.loads(await request.read())
     model = body.get("model", "")
     req = parse_model(model)
-    if req is None or not body.get("stream"):
+    if req is None:
         return web.json_response({"error": {"message": f"unknown model {model!r}"}}, status=400)
+    if not body.get("stream"):
+        return web.Response(body=completion(model, stamp()), content_type="application/json")
     resp = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
     )
