@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 
-from bench import profile, report, runner, targets
+from bench import bridge_report, gcwatch, per_request, profile, protocols, report, runner, targets
 from bench.runner import Load, Plan
 from bench.shapes import SHAPES
 
@@ -25,6 +25,7 @@ MORE_TARGETS = (
     "proxy@DIR (the proxy of another checkout)",
     "proxy-wN (the proxy with --workers N)",
     "bare-asyncio",
+    "proxy+gc, proxy+freeze, proxy+thresholdN (the garbage collector's pauses, bench.gcwatch)",
 )
 
 
@@ -41,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--quick",
         action="store_true",
-        help=f"loads {QUICK_LOADS}, 1 repetition, 2 s, no idle streams",
+        help=f"loads {QUICK_LOADS}, 1 repetition, 2 s, no idle streams, chat only",
     )
     p.add_argument("--reps", type=int, help="repetitions of each measurement (default 3; quick 1)")
     p.add_argument("--duration", type=float, help="seconds per measurement (default 5; quick 2)")
@@ -59,6 +60,16 @@ def _parser() -> argparse.ArgumentParser:
         default="content,toolcall,hermes",
         help=f"stream shapes to send, of {', '.join(SHAPES)}",
     )
+    p.add_argument(
+        "--protocols",
+        help="what the clients speak, of chat, responses, messages (default: all; quick: chat)",
+    )
+    p.add_argument(
+        "--modes",
+        default="translate,native",
+        help="how responses and messages are served: translate (the proxy's bridge over the"
+        " chat upstream), native (the upstream's own stream)",
+    )
     p.add_argument("--chunks", type=int, default=100, help="payload chunks per stream")
     p.add_argument(
         "--max-requests", type=int, default=1_000_000, help="end a load after this many streams"
@@ -75,6 +86,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--profile", metavar="TARGET", help="sample this target (its table name) with py-spy"
+    )
+    p.add_argument(
+        "--per-request",
+        type=int,
+        nargs="?",
+        const=16,
+        default=0,
+        metavar="CLIENTS",
+        help="also measure per-request cost: CLIENTS (16) clients, 1-chunk answers",
     )
     p.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     return p
@@ -95,6 +115,8 @@ def _targets(names: list[str], args: argparse.Namespace) -> list[targets.Target]
             if not (root / "proxy" / "cli.py").is_file():
                 raise SystemExit(f"{name}: no proxy/cli.py under {root}")
             chosen.append(targets.Proxy(root))
+        elif name.startswith("proxy+"):
+            chosen.append(gcwatch.WatchedProxy(name.removeprefix("proxy+")))
         elif name == "nginx":
             binary = targets.nginx_binary(install=not args.no_install)
             if binary is None:
@@ -114,6 +136,10 @@ def _targets(names: list[str], args: argparse.Namespace) -> list[targets.Target]
     return chosen
 
 
+def _names(spec: str) -> list[str]:
+    return [name for name in spec.split(",") if name]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     default = QUICK_LOADS if args.quick else ALL_LOADS
@@ -124,6 +150,11 @@ def main(argv: list[str] | None = None) -> int:
     shapes = [s for s in args.shapes.split(",") if s]
     if unknown := set(shapes) - set(SHAPES):
         raise SystemExit(f"unknown shapes {sorted(unknown)}; known: {', '.join(SHAPES)}")
+    spec = args.protocols or ("chat" if args.quick else ",".join(protocols.CLIENT_PROTOCOLS))
+    try:
+        streams = protocols.streams(_names(spec), _names(args.modes))
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     plan = Plan(
         shapes=shapes,
         loads=loads,
@@ -133,8 +164,12 @@ def main(argv: list[str] | None = None) -> int:
         chunks=args.chunks,
         max_requests=args.max_requests,
         warmup=args.warmup,
+        protocols=streams,
+        per_request_clients=args.per_request,
     )
     chosen = _targets([t for t in args.targets.split(",") if t], args)
+    if any(s.endswith("/native") for s in streams):  # each proxy again, in native mode
+        chosen += [t.native_twin() for t in chosen if isinstance(t, targets.Proxy)]
     stem = args.out / time.strftime("%Y%m%d-%H%M%S")
     args.out.mkdir(parents=True, exist_ok=True)
     if args.profile:
@@ -149,6 +184,19 @@ def main(argv: list[str] | None = None) -> int:
     table = report.markdown(result) + "\n" + report.machine_line(result) + "\n"
     if checks := report.verdicts(report.summarize(result["cells"])):
         table += "\nTargets (issue #6):\n\n" + "\n".join(checks) + "\n"
+    if bridges := bridge_report.translate_table(report.summarize(result["cells"])):
+        table += "\nTranslating, CPU against the chat rewrite (issue #18):\n\n" + bridges + "\n"
+    if workers := report.workers_table(report.summarize(result["cells"])):
+        table += "\n" + workers
+    if "per_request" in result:
+        rows = per_request.summarize(result["per_request"])
+        table += "\n" + per_request.markdown(rows, args.per_request)
+        if checks := per_request.verdicts(rows):
+            table += "\nTargets (issue #18):\n\n" + "\n".join(checks) + "\n"
+        result["per_request_summary"] = rows
+    if gc_logs := [t.gc_log for t in chosen if isinstance(t, gcwatch.WatchedProxy) and t.gc_log]:
+        summaries = [gcwatch.summary(log) for log in gc_logs if log.is_file()]
+        table += "\nGarbage collections over the run:\n\n```\n" + "\n".join(summaries) + "\n```\n"
     result["summary"] = report.summarize(result["cells"])
     stem.with_suffix(".json").write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2))
     stem.with_suffix(".md").write_text(table)

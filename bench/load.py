@@ -1,6 +1,7 @@
 """Load generator: C concurrent streams, back to back, for a bounded time and request count.
 
-``python -m bench.load --url U --model M --concurrency C --duration S`` prints one JSON line.
+``python -m bench.load --url U --model M --concurrency C --duration S [--protocol P]`` prints
+one JSON line; P (chat, responses or messages, bench/protocols.py) is what it speaks.
 It parses no JSON on the hot path: stamps are found in the raw bytes of each read, so the
 client costs the same whatever proxy is in front, and the time of a read is the arrival
 time of every stamp in it. Streams still open at the deadline are cancelled, which is not
@@ -20,12 +21,14 @@ from dataclasses import dataclass, field
 import aiohttp
 import orjson
 
-from bench import serve
-from bench.shapes import NO_TOOLS, TOOLS, parse_model
-from bench.stamps import StampScanner, now_us
+from bench import protocols, serve
+from bench.shapes import NO_TOOLS, parse_model
+from bench.stamps import now_us
 
 API_KEY = "sk-bench-0123456789abcdef0123456789abcdef"  # a key LiteLLM accepts as a master key
 _HEADERS = {"Content-Type": "application/json", "Authorization": f"Bearer {API_KEY}"}
+# What an Anthropic SDK sends besides; a Bearer-only proxy ignores them.
+_MESSAGES_HEADERS = {**_HEADERS, "x-api-key": API_KEY, "anthropic-version": "2023-06-01"}
 
 
 @dataclass
@@ -48,56 +51,57 @@ def percentile(values: list[int], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))]
 
 
-async def _stream(session: aiohttp.ClientSession, url: str, body: bytes, expect: int, t: Tally):
+async def _stream(
+    session: aiohttp.ClientSession, url: str, body: bytes, expect: int, t: Tally, protocol: str
+):
     t0 = now_us()
-    async with session.post(url, data=body, headers=_HEADERS) as resp:
+    headers = _MESSAGES_HEADERS if protocol == "messages" else _HEADERS
+    async with session.post(url, data=body, headers=headers) as resp:
         if resp.status != 200:
             t.errors[f"status {resp.status}"] += 1
             await resp.read()
             return
-        scanner = StampScanner()
-        seen = 0
-        end = b""
+        reader = protocols.reader(protocol)
+        first = True
         async for data in resp.content.iter_any():
             arrival = now_us()
-            if not end:
+            if first:
                 t.ttfb_us.append(arrival - t0)
-            stamps = scanner.feed(data)
+                first = False
+            stamps = reader.feed(data)
             t.latency_us.extend(arrival - s for s in stamps)
             t.chunks += len(stamps)
             if arrival >= t.steady_from:
                 t.steady_chunks += len(stamps)
-            seen += len(stamps)
-            end = (end + data)[-32:]
-    if not end.rstrip().endswith(b"data: [DONE]"):
-        t.errors["no [DONE]"] += 1
-    elif seen != expect:
-        t.errors["stamps lost"] += 1
+    if error := reader.error(expect):
+        t.errors[error] += 1
     else:
         t.completed += 1
 
 
-async def _worker(session, url, body, expect, deadline, max_requests, delay, t: Tally) -> None:
+async def _worker(session, url, body, expect, deadline, max_requests, delay, t, protocol) -> None:
     await asyncio.sleep(delay)
     while t.started < max_requests and now_us() < deadline:
         t.started += 1
         try:
-            await _stream(session, url, body, expect, t)
+            await _stream(session, url, body, expect, t, protocol)
         except (TimeoutError, aiohttp.ClientError, OSError) as e:
             t.errors[type(e).__name__] += 1
             await asyncio.sleep(0.01)  # a refused connection must not turn into a busy loop
 
 
 async def run_load(
-    url: str, model: str, concurrency: int, duration: float, max_requests: int
+    url: str,
+    model: str,
+    concurrency: int,
+    duration: float,
+    max_requests: int,
+    protocol: str = "chat",
 ) -> dict[str, object]:
     req = parse_model(model)
     expect = req.chunks if req else -1
-    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
-    request = {"model": model, "stream": True, "messages": messages, "tools": TOOLS}
-    if req is not None and req.shape in NO_TOOLS:
-        del request["tools"]
-    body = orjson.dumps(request)
+    tools = req is None or req.shape not in NO_TOOLS
+    body = orjson.dumps(protocols.request(protocol, model, tools))
     t = Tally()
     connector = aiohttp.TCPConnector(limit=0)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=10)
@@ -109,7 +113,15 @@ async def run_load(
         tasks = [
             asyncio.create_task(
                 _worker(
-                    session, url, body, expect, deadline, max_requests, i * ramp / concurrency, t
+                    session,
+                    url,
+                    body,
+                    expect,
+                    deadline,
+                    max_requests,
+                    i * ramp / concurrency,
+                    t,
+                    protocol,
                 )
             )
             for i in range(concurrency)
@@ -140,16 +152,17 @@ def _ms(us: float | None) -> float | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--url", required=True, help="full chat completions URL")
+    parser.add_argument("--url", required=True, help="full URL of the protocol's endpoint")
     parser.add_argument("--model", required=True)
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--duration", type=float, default=5.0, help="seconds")
     parser.add_argument("--max-requests", type=int, default=1_000_000)
+    parser.add_argument("--protocol", choices=protocols.CLIENT_PROTOCOLS, default="chat")
     args = parser.parse_args()
 
     async def go() -> None:
         result = await run_load(
-            args.url, args.model, args.concurrency, args.duration, args.max_requests
+            args.url, args.model, args.concurrency, args.duration, args.max_requests, args.protocol
         )
         sys.stdout.buffer.write(orjson.dumps(result) + b"\n")
 

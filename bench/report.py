@@ -42,24 +42,30 @@ def _figures(cell: Cell, direct: Cell | None) -> dict[str, float | None]:
     }
 
 
+def _protocol(cell: Cell) -> str:
+    return str(cell.get("protocol", "chat"))  # results from before the protocol dimension
+
+
 def summarize(cells: list[Cell]) -> list[dict[str, Any]]:
-    """One row per (shape, load, target): the median of each figure over the repetitions."""
+    """One row per (protocol, shape, load, target): the median of each figure over the
+    repetitions."""
     direct = {
-        (c["shape"], c["concurrency"], c["delay_ms"], c["rep"]): c
+        (_protocol(c), c["shape"], c["concurrency"], c["delay_ms"], c["rep"]): c
         for c in cells
         if c["target"] == DIRECT
     }
-    groups: dict[tuple[str, int, int, str], list[Cell]] = defaultdict(list)
+    groups: dict[tuple[str, str, int, int, str], list[Cell]] = defaultdict(list)
     for c in cells:
-        groups[(c["shape"], c["concurrency"], c["delay_ms"], c["target"])].append(c)
+        groups[(_protocol(c), c["shape"], c["concurrency"], c["delay_ms"], c["target"])].append(c)
     rows = []
-    for (shape, conc, delay, target), reps in groups.items():
-        figs = [_figures(c, direct.get((shape, conc, delay, c["rep"]))) for c in reps]
+    for (protocol, shape, conc, delay, target), reps in groups.items():
+        figs = [_figures(c, direct.get((protocol, shape, conc, delay, c["rep"]))) for c in reps]
         errors: Counter[str] = Counter()
         for c in reps:
             errors.update(c.get("errors") or {})
         row: dict[str, Any] = {"shape": shape, "concurrency": conc, "delay_ms": delay}
         row["target"] = target
+        row["protocol"] = protocol
         row.update({k: _med([f[k] for f in figs]) for k in figs[0]})
         row["errors"] = dict(errors)
         rows.append(row)
@@ -86,17 +92,25 @@ def _cell(value: float | None, fmt: str) -> str:
 def markdown(result: dict[str, Any]) -> str:
     rows = summarize(result["cells"])
     plan = result["plan"]
+    protocols = plan.get("protocols", ["chat"])
     out = []
-    for shape in plan["shapes"]:
-        out.append(f"#### {shape}\n")
+    for protocol, shape in ((p, s) for p in protocols for s in plan["shapes"]):
+        if not any(r["shape"] == shape and r.get("protocol", "chat") == protocol for r in rows):
+            continue  # no stream loads in this run (--loads '' with --per-request)
+        out.append(f"#### {shape}\n" if protocols == ["chat"] else f"#### {protocol}: {shape}\n")
+        if protocol.endswith("/translate"):
+            out.append(f"direct: the chat stream ({protocol} needs a bridge).\n")
         head = ["streams x gap", "target", *(c[0] for c in _COLUMNS), "errors"]
         out.append("| " + " | ".join(head) + " |")
         out.append("|" + "|".join("---" if i < 2 else "--:" for i in range(len(head))) + "|")
         for r in rows:
-            if r["shape"] != shape:
+            if r["shape"] != shape or r["protocol"] != protocol:
                 continue
             errors = sum(r["errors"].values())
-            line = [f"{r['concurrency']} x {r['delay_ms']} ms", r["target"]]
+            target = r["target"]
+            if target == DIRECT and protocol.endswith("/translate"):
+                target += " (chat stream)"
+            line = [f"{r['concurrency']} x {r['delay_ms']} ms", target]
             line += [_cell(r[key], fmt) for _, key, fmt in _COLUMNS]
             line.append(str(errors) if errors else "0")
             out.append("| " + " | ".join(line) + " |")
@@ -129,7 +143,8 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 def verdicts(rows: list[dict[str, Any]]) -> list[str]:
     """The issue's targets, each checked against the figures that exist ("met"/"MISSED")."""
-    at = {(r["shape"], r["concurrency"], r["delay_ms"], r["target"]): r for r in rows}
+    chat = (r for r in rows if r.get("protocol", "chat") == "chat")
+    at = {(r["shape"], r["concurrency"], r["delay_ms"], r["target"]): r for r in chat}
     out: list[str] = []
 
     def check(ok: bool | None, text: str) -> None:
@@ -171,3 +186,33 @@ def verdicts(rows: list[dict[str, Any]]) -> list[str]:
             if (kb := r["rss_per_stream_kb"]) is not None:
                 check(kb < 50, f"{where}: RSS grew {kb:.1f} KB per open stream (under 50 KB)")
     return out
+
+
+def workers_table(rows: list[dict[str, Any]]) -> str:
+    """The proxy with one worker against ``proxy-wN`` on unthrottled loads: total chunks/s,
+    chunks per proxy CPU-second, and each as a ratio to one worker's ('' without both)."""
+    rows = [r for r in rows if r.get("protocol", "chat") == "chat"]
+    one = {(r["shape"], r["concurrency"]): r for r in rows if r["target"] == PROXY}
+    lines = []
+    for r in rows:
+        base = one.get((r["shape"], r["concurrency"]))
+        if r["delay_ms"] or not r["target"].startswith(PROXY + " (") or base is None:
+            continue
+        for row in (base, r):
+            per_cpu = 1000 / row["cpu_s_per_1k"] if row["cpu_s_per_1k"] else None
+            rate = _ratio(row["chunks_per_s"], base["chunks_per_s"])
+            cpu = _ratio(per_cpu, 1000 / base["cpu_s_per_1k"] if base["cpu_s_per_1k"] else None)
+            cells = [f"{r['shape']} {r['concurrency']} x 0 ms", row["target"]]
+            cells += [_cell(row["chunks_per_s"], "{:.0f}"), _cell(rate, "{:.2f}x")]
+            cells += [_cell(per_cpu, "{:.0f}"), _cell(cpu, "{:.2f}x")]
+            lines.append("| " + " | ".join(cells) + " |")
+    if not lines:
+        return ""
+    head = "| load | target | chunks/s | vs 1 worker | chunks / proxy CPU s | vs 1 worker |"
+    return (
+        "#### Workers (unthrottled)\n\n"
+        + head
+        + "\n|---|---|--:|--:|--:|--:|\n"
+        + "\n".join(lines)
+        + "\n"
+    )

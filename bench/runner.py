@@ -5,7 +5,8 @@ marked ``fresh`` (the idle-streams one, which measures memory per open stream; i
 the content shape only) restarts the proxies first, so its memory figure is not hidden by
 memory an earlier load left behind.
 Each measurement reads the target's CPU time before and after a load generator process,
-and samples its resident memory while the load runs.
+and samples its resident memory while the load runs. Each value of the protocol dimension
+(bench/protocols.py) runs every shape and load, against the targets that have its stream.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from pathlib import Path
 
 import orjson
 
-from bench import procstat, profile
+from bench import per_request, procstat, profile
+from bench.protocols import PATHS
 from bench.shapes import model_name
 from bench.targets import ROOT, Target, start_upstream
 
-PATH = "/v1/chat/completions"
 # The idle-streams load measures memory and errors with many open streams; it runs with one
 # shape, whose first stamp comes after one gap (a tool-call shape's markup would take longer
 # than the whole load at one chunk a second).
@@ -52,7 +53,9 @@ class Plan:
     warmup: float = 0.5
     profile: str | None = None  # name of a target to sample with py-spy during each load
     profile_dir: str | None = None
+    per_request_clients: int = 0  # clients of the per-request load (bench.per_request); 0: none
     extra: dict[str, str] = field(default_factory=dict)
+    protocols: list[str] = field(default_factory=lambda: ["chat"])
 
 
 def _raise_fd_limit() -> None:
@@ -62,25 +65,37 @@ def _raise_fd_limit() -> None:
 
 
 def _load(
-    url: str, model: str, concurrency: int, duration: float, max_requests: int
+    url: str,
+    model: str,
+    concurrency: int,
+    duration: float,
+    max_requests: int,
+    protocol: str = "chat",
 ) -> subprocess.Popen[bytes]:
     argv = [sys.executable, "-m", "bench.load", "--url", url, "--model", model]
     argv += ["--concurrency", str(concurrency), "--duration", str(duration)]
-    argv += ["--max-requests", str(max_requests)]
+    argv += ["--max-requests", str(max_requests), "--protocol", protocol]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=ROOT)
 
 
-def measure(target: Target, plan: Plan, shape: str, load: Load, rep: int = 0) -> dict[str, object]:
+def measure(
+    target: Target, plan: Plan, shape: str, load: Load, rep: int = 0, stream: str = "chat"
+) -> dict[str, object]:
     """One load against one target, with the target's CPU and memory over it."""
     duration = plan.idle_duration if load.fresh else plan.duration
     model = model_name(shape, plan.chunks, load.delay_ms)
     pids = procstat.tree(target.pid) if target.pid else []
     cpu0 = procstat.cpu_seconds(pids)
     rss0 = peak = procstat.rss_bytes(pids)
-    proc = _load(target.base + PATH, model, load.concurrency, duration, plan.max_requests)
+    protocol = target.speaks(stream)
+    if protocol is None:
+        raise ValueError(f"{target.name} has no {stream} stream")
+    url = target.base + PATHS[protocol]
+    proc = _load(url, model, load.concurrency, duration, plan.max_requests, protocol)
     spy = None
     if target.pid and plan.profile == target.name and plan.profile_dir:
-        name = f"{target.name}-{shape}-{load.concurrency}x{load.delay_ms}-rep{rep}.txt"
+        where = f"{stream.replace('/', '-')}-{shape}" if stream != "chat" else shape
+        name = f"{target.name}-{where}-{load.concurrency}x{load.delay_ms}-rep{rep}.txt"
         spy = profile.record(target.pid, duration, Path(plan.profile_dir) / name)
     deadline = time.monotonic() + duration + 60
     while proc.poll() is None and time.monotonic() < deadline:
@@ -98,15 +113,35 @@ def measure(target: Target, plan: Plan, shape: str, load: Load, rep: int = 0) ->
     pids = procstat.tree(target.pid) if target.pid else []
     cpu = procstat.cpu_seconds(pids) - cpu0 if pids else None
     result.update(cpu_s=cpu, rss_before=rss0 if pids else None, rss_peak=peak if pids else None)
+    result["cpu_after_s"] = _settle(pids) if pids else None
     return result
+
+
+def _settle(pids: list[int], timeout: float = 30.0) -> float:
+    """Wait until the target has worked off the load that just ended, so that its work does
+    not slow the next measurement (LiteLLM's Messages bridge goes on at a whole core for 2 s
+    after 100 clients have gone): until a quarter second holds at most one clock tick of its
+    CPU. Returns the CPU seconds it spent meanwhile, which its figures leave out."""
+    start = last = procstat.cpu_seconds(pids)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+        now = procstat.cpu_seconds(pids)
+        if now - last <= 0.011:
+            break
+        last = now
+    return procstat.cpu_seconds(pids) - start
 
 
 def _warm(target: Target, plan: Plan) -> None:
     if plan.warmup > 0:
         load = Load(4, 0)
-        for shape in plan.shapes:
-            model = model_name(shape, plan.chunks, 0)
-            _load(target.base + PATH, model, load.concurrency, plan.warmup, 1_000_000).communicate()
+        protocols = {p for s in plan.protocols if (p := target.speaks(s))}
+        for protocol in sorted(protocols):
+            for shape in plan.shapes:
+                model = model_name(shape, plan.chunks, 0)
+                url = target.base + PATHS[protocol]
+                _load(url, model, load.concurrency, plan.warmup, 1_000_000, protocol).communicate()
 
 
 def _version(package: str) -> str | None:
@@ -135,13 +170,16 @@ def machine() -> dict[str, object]:
     }
 
 
-def _matrix(plan: Plan) -> list[tuple[str, Load]]:
-    """(shape, load) pairs in the order they run; the idle load only with IDLE_SHAPE."""
+def _matrix(plan: Plan) -> list[tuple[str, str, Load]]:
+    """(protocol, shape, load) in the order they run; the idle load only with IDLE_SHAPE, and
+    only over chat (memory per open stream; each restart of the proxies costs a warm-up)."""
     return [
-        (shape, load)
+        (stream, shape, load)
+        for stream in plan.protocols
         for shape in plan.shapes
         for load in plan.loads
         if not (load.fresh and shape != IDLE_SHAPE and IDLE_SHAPE in plan.shapes)
+        and not (load.fresh and stream != "chat" and "chat" in plan.protocols)
     ]
 
 
@@ -159,20 +197,25 @@ def run(plan: Plan, targets: list[Target], workdir: Path, progress=print) -> dic
     # Read before the run: a checkout may change while it runs (a restarted proxy would not).
     info["versions"] = {t.name: v for t in targets if (v := t.version())}
     cells: list[dict[str, object]] = []
+    result: dict[str, object] = {}
     upstream = start_upstream(workdir)
     try:
         for target in targets:
             _restart(target, plan, upstream.url, workdir)
-        for shape, load in _matrix(plan):
+        for stream, shape, load in _matrix(plan):
             for rep in range(plan.reps):
                 for target in targets:
+                    if target.speaks(stream) is None:
+                        continue
                     if load.fresh and target.pid:
                         _restart(target, plan, upstream.url, workdir)
-                    cell = measure(target, plan, shape, load, rep)
-                    cell.update(target=target.name, shape=shape, rep=rep)
+                    cell = measure(target, plan, shape, load, rep, stream)
+                    cell.update(target=target.name, shape=shape, rep=rep, protocol=stream)
                     cell.update(concurrency=load.concurrency, delay_ms=load.delay_ms)
                     cells.append(cell)
                     progress(_line(cell))
+        if plan.per_request_clients:
+            result["per_request"] = per_request.run_all(plan, targets, upstream.proc.pid, progress)
     finally:
         for target in targets:
             target.stop()
@@ -183,6 +226,7 @@ def run(plan: Plan, targets: list[Target], workdir: Path, progress=print) -> dic
         "plan": asdict(plan),
         "targets": [t.name for t in targets],
         "cells": cells,
+        **result,
     }
 
 
@@ -190,7 +234,8 @@ def _line(cell: dict[str, object]) -> str:
     lat = cell.get("latency_ms") or {}
     cpu = cell.get("cpu_s")
     return (
-        f"{cell['shape']:8} {cell['concurrency']:>4} x {cell['delay_ms']:>4} ms "
+        f"{cell['protocol']:19} {cell['shape']:8} "
+        f"{cell['concurrency']:>4} x {cell['delay_ms']:>4} ms "
         f"rep {cell['rep']} {cell['target']:15} {cell.get('chunks_per_s', 0):9.0f} chunks/s "
         f"p50 {lat.get('p50')} ms cpu {cpu} s errors {cell.get('errors')}"
     )

@@ -38,11 +38,11 @@ NO_TOOLS: Final = ("plain",)  # shapes whose requests offer no tools
 _MODEL: Final = re.compile(r"bench-([a-z]+)-(\d+)-(\d+)\Z")
 _SLOT: Final = "@@STAMP@@"  # JSON leaves it as it is, so it can be cut out of the encoding
 # Hermes markup as a Qwen-style tokenizer splits it; the stamps go inside the "q" string.
-_HERMES_OPEN: Final = (
+HERMES_OPEN: Final = (
     *("<tool_call>", "\n", '{"', "name", '":', ' "', "get", "_weather", '",'),
     *(' "', "arguments", '":', ' {"', "q", '":', ' "'),
 )
-_HERMES_CLOSE: Final = ('"}}', "\n", "</tool_call>")
+HERMES_CLOSE: Final = ('"}}', "\n", "</tool_call>")
 
 
 # What the load generator offers the model on every request (but the ``plain`` shape's), as an
@@ -127,6 +127,16 @@ def _old_llama_args(text: str | None) -> dict[str, object]:
     return {"tool_calls": [{"index": 0, "function": function}]}
 
 
+def completion(model: str, stamp: bytes) -> bytes:
+    """The non-streaming answer (``stream: false``): one message whose content is the stamp."""
+    message = {"role": "assistant", "content": " " + stamp.decode()}
+    choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}
+    answer = {"id": "chatcmpl-bench", "object": "chat.completion", "created": 1700000000}
+    answer |= {"model": model, "choices": [choice]}
+    answer["usage"] = {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10}
+    return orjson.dumps(answer)
+
+
 @cache
 def templates(model: str) -> tuple[Template, ...]:
     req = parse_model(model)
@@ -172,9 +182,9 @@ def templates(model: str) -> tuple[Template, ...]:
         out.append(Template(_event(model, {}, "tool_calls")))
     else:
         out.append(Template(_event(model, {"role": "assistant", "content": ""})))
-        out += [_content(model, token) for token in _HERMES_OPEN]
+        out += [_content(model, token) for token in HERMES_OPEN]
         out += [_stamped(model, {"content": payload})] * req.chunks
-        out += [_content(model, token) for token in _HERMES_CLOSE]
+        out += [_content(model, token) for token in HERMES_CLOSE]
         out.append(Template(_event(model, {}, "stop")))
     out.append(Template(b"data: [DONE]\n\n"))
     return tuple(out)

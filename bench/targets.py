@@ -17,6 +17,7 @@ from typing import Final
 import orjson
 
 from bench.load import API_KEY
+from bench.protocols import client_protocol
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 
@@ -112,14 +113,25 @@ class Target:
     def version(self) -> str:
         return ""
 
+    def speaks(self, stream: str) -> str | None:
+        """The protocol the load generator speaks to this target when ``stream`` (a value of
+        bench/protocols.py's dimension) is measured, or None when it has no such stream. By
+        default chat and the native streams, passed through: only a bridge translates."""
+        return None if stream.endswith("/translate") else client_protocol(stream)
+
 
 class Direct(Target):
-    """No proxy: the client talks to the upstream (the baseline for added latency)."""
+    """No proxy: the client talks to the upstream (the baseline for added latency). The
+    upstream has no Responses or Messages over its chat stream, so for a translated stream
+    direct's row is the chat stream's: the latency a bridge adds is against it."""
 
     name = "direct"
 
     def start(self, upstream: str, workdir: Path) -> None:
         self.base = upstream
+
+    def speaks(self, stream: str) -> str | None:
+        return "chat" if stream.endswith("/translate") else client_protocol(stream)
 
 
 class Bare(Target):
@@ -137,18 +149,34 @@ class Bare(Target):
 
 class Proxy(Target):
     """This project's proxy, run the way a user runs it; from another checkout (``root``, e.g.
-    a git worktree of an older commit) to compare before and after a change in one run."""
+    a git worktree of an older commit) to compare before and after a change in one run.
+    ``responses`` and ``messages`` translate (it serves chat too), or with ``native`` are the
+    upstream's own streams repaired (it serves only those)."""
 
-    def __init__(self, root: Path | None = None, workers: int = 1) -> None:
+    def __init__(self, root: Path | None = None, workers: int = 1, native: bool = False) -> None:
         super().__init__()
         self.name = "toolcall-proxy" + (f"@{root.name}" if root else "")
         self.name += f" ({workers} workers)" if workers > 1 else ""
+        self.name += " native" if native else ""
+        self.root = root
         self.cwd = root or ROOT
         self.workers = workers  # its CPU is the whole process tree's: supervisor and workers
+        self.native = native
+
+    def native_twin(self) -> Proxy:
+        """The same proxy in native mode, for the native streams."""
+        return Proxy(self.root, self.workers, native=True)
+
+    def speaks(self, stream: str) -> str | None:
+        native = stream.endswith("/native")
+        return client_protocol(stream) if native == self.native else None
 
     def argv(self, upstream: str, port: int, workdir: Path) -> list[str]:
         config = workdir / f"{self.name}.toml"
-        config.write_text(f'[[upstreams]]\nname = "bench"\nurl = "{upstream}"\nmodels = ["*"]\n')
+        text = f'[[upstreams]]\nname = "bench"\nurl = "{upstream}"\nmodels = ["*"]\n'
+        # Unset, both translate: the same file as before the protocols, for proxy@DIR of then.
+        text += 'responses = "native"\nmessages = "native"\n' if self.native else ""
+        config.write_text(text)
         argv = [sys.executable, "-m", "proxy", "--config", str(config), "--port", str(port)]
         return argv + (["--workers", str(self.workers)] if self.workers > 1 else [])
 
@@ -235,7 +263,14 @@ class Nginx(Target):
 
 
 class LiteLLM(Target):
-    """LiteLLM proxy as the peer, routing every model name to the upstream."""
+    """LiteLLM proxy as the peer, routing every model name to the upstream; also the peer of
+    the proxy's bridges: its Responses and Messages endpoints over the chat upstream.
+
+    Over ``openai/*`` LiteLLM would send both to the upstream's ``/v1/responses``, and for a
+    model it has no card for it asks without ``stream`` and fakes the stream from the whole
+    answer; ``use_chat_completions_api`` and ``use_chat_completions_url_for_anthropic_messages``
+    make both bridges stream from ``/v1/chat/completions`` instead. So it has no native
+    streams here."""
 
     name = "litellm"
     startup_timeout = 120.0
@@ -244,13 +279,18 @@ class LiteLLM(Target):
         super().__init__()
         self.command = command
 
+    def speaks(self, stream: str) -> str | None:
+        return None if stream.endswith("/native") else client_protocol(stream)
+
     def argv(self, upstream: str, port: int, workdir: Path) -> list[str]:
         config = workdir / "litellm.yaml"  # JSON is YAML
         route = {"model": "openai/*", "api_base": upstream + "/v1", "api_key": "bench"}
+        route["use_chat_completions_api"] = True
         config.write_bytes(
             orjson.dumps(
                 {
                     "model_list": [{"model_name": "*", "litellm_params": route}],
+                    "litellm_settings": {"use_chat_completions_url_for_anthropic_messages": True},
                     # LiteLLM refuses to start without one; the load generator sends it.
                     "general_settings": {"master_key": API_KEY},
                 }

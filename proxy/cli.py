@@ -31,6 +31,7 @@ from proxy.settings import (
 )
 from proxy.shell.accesslog import configure_logging
 from proxy.shell.app import create_app
+from proxy.shell.heap import freeze_on_startup
 from proxy.shell.limits import LISTEN_BACKLOG, server_options
 from proxy.shell.supervisor import supervise
 from proxy.tools import check, demo, fix, probe
@@ -95,12 +96,19 @@ def event_loop() -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop()
 
 
+def serving_app(settings: Settings) -> web.Application:
+    """The app a single process serves: its start-up heap frozen once started (heap.py)."""
+    app = create_app(settings)
+    app.on_startup.append(freeze_on_startup)
+    return app
+
+
 def serve(settings: Settings) -> int:
     configure_logging(settings.log_level)
     if settings.workers > 1:
         return supervise(settings, event_loop)
     web.run_app(
-        create_app(settings),
+        serving_app(settings),
         host=settings.host,
         port=settings.port,
         handler_cancellation=True,

@@ -66,3 +66,31 @@ def test_core_bench_prints_a_figure_for_every_length_and_cut():
         figures = [float(cell) for cell in row[3:]]
         assert len(figures) == len(core.READS)
         assert all(f >= 0 for f in figures)
+
+
+def test_per_request_run_measures_both_answers_and_the_collector(tmp_path, capsys):
+    # Only the per-request load (--loads ''), 1 s each; what is asserted is that every
+    # answer arrived whole and each target's CPU was read, never how fast.
+    argv = ["--quick", "--loads", "", "--per-request", "2", "--targets", "bare,proxy+gc"]
+    argv += ["--duration", "1", "--reps", "1", "--warmup", "0", "--out", str(tmp_path)]
+    assert main(argv) == 0
+
+    table = capsys.readouterr().out
+    assert "#### Per request (2 clients, 1-chunk answers)" in table
+    assert "| stream | bare aiohttp |" in table
+    assert "| json | toolcall-proxy+gc |" in table
+    assert "toolcall-proxy+gc-gc.json:" in table  # the collector's pauses, summed
+    [result_file] = tmp_path.glob("*.json")
+    result = json.loads(result_file.read_text())
+    cells = result["per_request"]
+    assert {(c["answer"], c["target"]) for c in cells} == {
+        (answer, target)
+        for answer in ("stream", "json")
+        for target in ("direct", "bare aiohttp", "toolcall-proxy+gc")
+    }
+    for cell in cells:
+        assert cell["completed"] > 0, cell
+        assert cell["errors"] == {}, cell
+        assert cell["upstream_cpu_s"] is not None, cell
+    rows = result["per_request_summary"]
+    assert all(r["cpu_ms"] > 0 for r in rows if r["target"] != "direct")

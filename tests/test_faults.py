@@ -22,6 +22,7 @@ from tests.raw_upstream import (
     CHUNKED,
     CLOSE_DELIMITED,
     FRAMINGS,
+    LENGTH,
     SSE_HEAD,
     Conn,
     Framing,
@@ -263,3 +264,40 @@ async def test_a_streamed_upload_meeting_a_stale_connection_is_not_replayed(
         )
         assert resp.status == 502
         assert len(upstream.conns) == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "settings"),
+    [
+        (CHAT, {}),
+        ("/v1/responses", {"responses": "native"}),
+        ("/v1/messages", {"messages": "native"}),
+    ],
+    ids=["chat", "responses-native", "messages-native"],
+)
+async def test_a_json_answer_silent_mid_body_is_cut_after_the_idle_timeout(
+    path: str, settings: dict[str, str], start_proxy: StartProxy
+) -> None:
+    # A rewritten JSON answer is read whole before it is repaired; a body that stops coming
+    # must not hold the request (and its connection) past timeouts.idle.
+    sent = b'{"id":"chatcmpl-1","object":"chat.completion","choi'
+
+    async def script(conn: Conn) -> None:
+        await conn.send(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            + LENGTH.head(len(sent) + 200)
+            + sent
+        )
+        await conn.wait_peer_close()
+
+    async with raw_upstream(script) as upstream:
+        proxy = await start_proxy(
+            UpstreamSettings(name="gpu", url=upstream.url, **settings), timeouts={"idle": 0.3}
+        )
+        resp = await asyncio.wait_for(
+            proxy.post(path, json={"model": "m", "max_tokens": 5, "input": "hi"}), timeout=10
+        )
+        assert resp.status == 200
+        received, error = await asyncio.wait_for(read_until_error(resp), timeout=10)
+        assert (received, error is not None) == (sent, True)
+        await asyncio.wait_for(upstream.conns[0].closed_by_peer.wait(), timeout=10)

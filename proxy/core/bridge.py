@@ -10,12 +10,19 @@ fails open by forwarding the upstream's bytes as they came (past the cap, or pas
 too large to parse); here that ends the stream with the protocol's failure event instead
 (``Failed``), and the rest of the upstream's body is read and dropped, counted in
 ``dropped_bytes`` for the log.
+
+``translate_whole`` is the same path for a client that asked for one object (``stream:
+false``) from an upstream that streamed anyway: the whole body through the bridge, the
+protocol's SSE dropped, the encoder's object kept; a cut body or a failure is no object.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from proxy.core.events import Failed, StreamEvent
 from proxy.core.protocols.base import Encoder
+from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.chat.decode import ChatDecoder
 from proxy.core.protocols.chat.normalize import StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
@@ -69,3 +76,44 @@ class ChatBridge:
     def _encode(self, events: list[StreamEvent]) -> list[bytes]:
         encoder = self._encoder
         return [data for event in events for data in encoder.feed(event)]
+
+
+@dataclass(frozen=True, slots=True)
+class Whole:
+    """A whole streamed body, translated: the protocol's object, or why there is none."""
+
+    answer: JSONObject | None
+    error: str = ""
+
+
+def translate_whole(
+    chat: ChatSSEStream, encoder: Encoder, body: bytes, *, complete: bool, max_event_bytes: int
+) -> Whole:
+    """``body``, a chat upstream's whole SSE answer (``complete``: it ended cleanly), as the
+    one object of ``encoder``'s protocol."""
+    watched = _FailureWatch(encoder)
+    bridge = ChatBridge(chat, watched, max_event_bytes=max_event_bytes)
+    bridge.feed(body)
+    bridge.close(complete=complete)
+    if watched.failure is not None:
+        return Whole(None, watched.failure.message)
+    if not complete:
+        return Whole(None, "the upstream's stream did not arrive whole (cut off, stalled, too big)")
+    return Whole(encoder.response())
+
+
+class _FailureWatch:
+    """An encoder seen through: its SSE bytes are not wanted, the first failure is kept."""
+
+    def __init__(self, encoder: Encoder) -> None:
+        self._encoder = encoder
+        self.failure: Failed | None = None
+
+    def feed(self, event: StreamEvent) -> list[bytes]:
+        if isinstance(event, Failed) and self.failure is None:
+            self.failure = event
+        self._encoder.feed(event)
+        return []
+
+    def response(self) -> JSONObject:
+        return self._encoder.response()

@@ -3,26 +3,35 @@ error body says."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
-from aiohttp import ClientResponse, hdrs
+from aiohttp import ClientPayloadError, ClientResponse, hdrs
 
 
 def media_type(resp: ClientResponse) -> str:
     return resp.headers.get(hdrs.CONTENT_TYPE, "").partition(";")[0].strip().lower()
 
 
-async def read_capped(resp: ClientResponse, limit: int) -> tuple[bytes, bool]:
-    """Read the body up to ``limit`` bytes; the flag says whether that was all of it."""
+async def read_capped(
+    resp: ClientResponse, limit: int, *, idle: float | None = None
+) -> tuple[bytes, bool]:
+    """Read the body up to ``limit`` bytes; the flag says whether that was all of it (not when
+    the upstream's connection broke off before the body's end, nor when ``idle`` seconds
+    passed without a byte)."""
     if resp.content_length is not None and resp.content_length > limit:
         return b"", False
     body = bytearray()
-    while len(body) <= limit:
-        chunk = await resp.content.readany()
-        if not chunk:
-            return bytes(body), True
-        body += chunk
+    try:
+        while len(body) <= limit:
+            async with asyncio.timeout(idle):
+                chunk = await resp.content.readany()
+            if not chunk:
+                return bytes(body), True
+            body += chunk
+    except (ClientPayloadError, TimeoutError):
+        pass  # cut off or stalled: what came is kept, and the caller told it is not all
     return bytes(body), False
 
 

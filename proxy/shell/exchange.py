@@ -75,8 +75,13 @@ class Exchange:
             self.upstream_failed(self.upstream, end)
 
     def all_repairs(self) -> Counter[str]:
-        if self.repair_source is None:
-            return Counter(self.repairs)
+        """Every repair of the exchange, to read (not to change): the metrics and the access
+        line ask for it on every request, most of which have none, so a counter is only made
+        when there are two to add up."""
+        if self.repair_source is None or not self.repair_source.repairs:
+            return self.repairs
+        if not self.repairs:
+            return self.repair_source.repairs
         return self.repairs + self.repair_source.repairs
 
 

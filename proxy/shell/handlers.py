@@ -235,10 +235,12 @@ async def _respond(
     rewrite = rewrites_response(plan, resp.status, kind, encoded)
     head = b""
     if rewrite and kind == "application/json":
-        body, complete = await read_capped(resp, state.settings.limits.max_response_body_bytes)
+        body, complete = await read_capped(
+            resp, state.settings.limits.max_response_body_bytes, idle=state.settings.timeouts.idle
+        )
         if complete:
             return _completion_response(request, upstream, info, resp, body)
-        head = body  # too large to hold: what was read goes out first, the rest streams
+        head = body  # too large to hold, or cut off: what came goes out first, then the rest
     normalizer = None
     if rewrite and kind == "text/event-stream":
         assert upstream.normalize is not None  # a chat plan is made only for a normalizing one

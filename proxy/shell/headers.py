@@ -26,20 +26,20 @@ def end_to_end(
     headers: CIMultiDictProxy[str] | CIMultiDict[str], drop: Iterable[str] = ()
 ) -> CIMultiDict[str]:
     """Copy ``headers`` without hop-by-hop ones, Proxy-*, those named by Connection, ``drop``."""
-    named = {
-        token.strip().lower()
-        for value in headers.getall("Connection", ())
-        for token in value.split(",")
-        if token.strip()
-    }
-    skip = HOP_BY_HOP | named | {d.lower() for d in drop}
-    return CIMultiDict(
-        (k, v) for k, v in headers.items() if k.lower() not in skip and not _proxy_header(k)
-    )
-
-
-def _proxy_header(name: str) -> bool:
-    """Proxy-* headers are meant for a proxy on the path; "Proxy" itself is the httpoxy
-    vector (a CGI-style upstream would take it for its HTTP_PROXY)."""
-    lower = name.lower()
-    return lower == "proxy" or lower.startswith("proxy-")
+    skip: frozenset[str] | set[str] = HOP_BY_HOP
+    if drop or "Connection" in headers:  # else the common case: no set to build per request
+        skip = HOP_BY_HOP | {d.lower() for d in drop}
+        skip |= {
+            token.strip().lower()
+            for value in headers.getall("Connection", ())
+            for token in value.split(",")
+            if token.strip()
+        }
+    out: CIMultiDict[str] = CIMultiDict()
+    for name, value in headers.items():
+        lower = name.lower()
+        # Proxy-* headers are meant for a proxy on the path; "Proxy" itself is the httpoxy
+        # vector (a CGI-style upstream would take it for its HTTP_PROXY).
+        if lower not in skip and lower != "proxy" and not lower.startswith("proxy-"):
+            out.add(name, value)
+    return out

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 from aiohttp import ClientResponse, hdrs, web
 
-from proxy.core.bridge import ChatBridge
+from proxy.core.bridge import ChatBridge, translate_whole
 from proxy.core.errors import ClientRequestError
 from proxy.core.policy import Plan
 from proxy.core.protocols.base import ChatRequest, ClientProtocol, Encoder
@@ -78,10 +78,11 @@ async def respond_translated(
     exchange = request[EXCHANGE]
     exchange.meter.upstream_headers_at = perf_counter()
     limit = state.settings.limits.max_response_body_bytes
+    idle = state.settings.timeouts.idle
     kind = media_type(resp)
     new_id = new_id_factory()
     if resp.status != 200 or hdrs.CONTENT_ENCODING in resp.headers or kind not in (_SSE, _JSON):
-        body, _ = await read_capped(resp, limit)
+        body, _ = await read_capped(resp, limit, idle=idle)
         if resp.status >= 400:
             status, message = resp.status, upstream_error_message(body, resp.status)
         else:
@@ -93,7 +94,7 @@ async def respond_translated(
         return _error(request, protocol, status, message)
     info = RequestInfo.from_body(chat.body)
     if kind == _JSON:
-        body, complete = await read_capped(resp, limit)
+        body, complete = await read_capped(resp, limit, idle=idle)
         fixed, repairs = normalize_completion(body, upstream.normalize, info, new_id=new_id)
         events = completion_events(fixed) if complete else None
         if events is None:
@@ -102,11 +103,23 @@ async def respond_translated(
         encoder = protocol.encoder(chat.context, new_id, False)
         _feed_all(encoder, events)
         exchange.completion_rewritten(200, repairs)
-        answer = web.Response(body=orjson.dumps(encoder.response()), content_type=_JSON)
-        answer.headers["X-Request-Id"] = request[REQUEST_ID]
-        return answer
+        return _json(request, encoder.response())
     max_event = state.settings.limits.max_event_bytes
     normalizer = StreamNormalizer(upstream.normalize, info, new_id=new_id)
+    if not chat.body.get("stream"):  # the client asked for one object; the upstream streamed
+        body, complete = await read_capped(resp, limit, idle=idle)
+        whole = translate_whole(
+            ChatSSEStream(normalizer, max_event_bytes=max_event),
+            protocol.encoder(chat.context, new_id, False),
+            body,
+            complete=complete,
+            max_event_bytes=max_event,
+        )
+        if whole.answer is None:
+            exchange.completion_rewritten(502, normalizer.repairs)
+            return _error(request, protocol, 502, whole.error)
+        exchange.completion_rewritten(200, normalizer.repairs)
+        return _json(request, whole.answer)
     bridge = ChatBridge(
         ChatSSEStream(normalizer, max_event_bytes=max_event),
         protocol.encoder(chat.context, new_id, True),
@@ -139,7 +152,9 @@ async def respond_native(
     dialects = upstream.normalize.dialects if upstream.normalize is not None else ()
     dedupe = upstream.normalize is not None and upstream.normalize.dedupe_calls
     if rewritable and kind == _JSON:
-        body, complete = await read_capped(resp, state.settings.limits.max_response_body_bytes)
+        body, complete = await read_capped(
+            resp, state.settings.limits.max_response_body_bytes, idle=state.settings.timeouts.idle
+        )
         if complete:
             fixed, repairs = protocol.native_completion(body, payload, dialects)
             exchange.completion_rewritten(resp.status, repairs)
@@ -188,6 +203,12 @@ async def _start_stream(request: web.Request, resp: ClientResponse) -> web.Strea
     response.headers["X-Request-Id"] = request[REQUEST_ID]
     response.headers["X-Accel-Buffering"] = "no"
     await response.prepare(request)
+    return response
+
+
+def _json(request: web.Request, answer: object) -> web.Response:
+    response = web.Response(body=orjson.dumps(answer), content_type=_JSON)
+    response.headers["X-Request-Id"] = request[REQUEST_ID]
     return response
 
 

@@ -28,6 +28,7 @@ from proxy.settings import Settings
 from proxy.shell.accesslog import configure_logging
 from proxy.shell.app import create_app
 from proxy.shell.fleet_metrics import Fleet, private_metrics_app
+from proxy.shell.heap import freeze_startup_heap
 from proxy.shell.limits import LISTEN_BACKLOG, server_options
 from proxy.shell.metrics import METRICS
 
@@ -71,6 +72,7 @@ async def _serve(settings: Settings, sock: socket.socket, fleet: Fleet, lifeline
     private = web.AppRunner(private_metrics_app(app[METRICS].registry), access_log=None)
     await runner.setup()
     await private.setup()
+    freeze_startup_heap()  # before serving: see heap.py
     try:
         path = fleet.socket_path(fleet.worker)
         path.unlink(missing_ok=True)  # left by this worker's predecessor, if it was killed

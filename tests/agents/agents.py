@@ -98,7 +98,67 @@ def claude_code(base_url: str, home: Path) -> Invocation:
     return Invocation([*argv, "--allowedTools", "Bash"], env)
 
 
+CODEX_FEATURES_OFF: Final = (
+    "plugins",
+    "remote_plugin",
+    "plugin_sharing",
+    "apps",
+    "in_app_updates",
+    "in_app_browser",
+    "browser_use",
+    "computer_use",
+    "skill_mcp_dependency_install",
+    "daemon_auto_start",
+)
+
+
+def codex_config(base_url: str) -> str:
+    """A custom provider on the Responses wire API (the proxy), and no updates, analytics,
+    plugins or anything else that would leave 127.0.0.1."""
+    features = "\n".join(f"{name} = false" for name in CODEX_FEATURES_OFF)
+    return f"""model = "m"
+model_provider = "p"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+
+[model_providers.p]
+name = "proxy"
+base_url = "{base_url}/v1"
+env_key = "TOOLCALL_PROXY_TEST_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[otel]
+exporter = "none"
+
+[features]
+{features}
+"""
+
+
+def codex(base_url: str, home: Path) -> Invocation:
+    """Codex CLI speaks the Responses API (``wire_api = "responses"``); ``exec --json`` prints
+    its events, one JSON object a line."""
+    env = _base_env(home)
+    env["CODEX_HOME"] = str(home / ".codex")
+    env["TOOLCALL_PROXY_TEST_KEY"] = "sk-test"
+    env["NO_COLOR"] = "1"
+    Path(env["CODEX_HOME"]).mkdir(parents=True, exist_ok=True)
+    (Path(env["CODEX_HOME"]) / "config.toml").write_text(codex_config(base_url))
+    argv = [str(NODE_BIN / "codex"), "exec", "--json", "--skip-git-repo-check"]
+    return Invocation([*argv, "--dangerously-bypass-approvals-and-sandbox", PROMPT], env)
+
+
 AGENTS: Final[dict[str, Callable[[str, Path], Invocation]]] = {
     "opencode": opencode,
     "claude-code": claude_code,
+    "codex": codex,
 }

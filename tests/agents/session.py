@@ -1,7 +1,8 @@
 """One agent session, run as ``python -m tests.agents.session AGENT SHAPE VIA``: a broken chat
-upstream, the real proxy in front of it (VIA = proxy) or not (VIA = direct), and the agent
-pointed at it. Meant to run inside a network namespace that has only loopback (see
-tests/agents/conftest.py); it prints one JSON object with what happened."""
+upstream (or, SHAPE = native:QUIRK, a broken Responses one), the real proxy in front of it
+(VIA = proxy) or not (VIA = direct), and the agent pointed at it. Meant to run inside a network
+namespace that has only loopback (see tests/agents/conftest.py); it prints one JSON object with
+what happened."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from tests.agents.agents import AGENTS
-from tests.agents.upstream import AgentUpstream
+from tests.agents.upstream import NATIVE, AgentUpstream
 from tests.clients.proxy_process import ProxyProcess
 
 AGENT_TIMEOUT = 120
@@ -25,6 +26,8 @@ def run(agent: str, shape: str, via: str) -> dict[str, object]:
         base = up.url
         if via == "proxy":
             config = f'[[upstreams]]\nname = "model"\nurl = "{up.url}"\n'
+            if shape.startswith(NATIVE):  # the upstream's own Responses stream, repaired
+                config += 'responses = "native"\n'
             proxy = ProxyProcess(work, up.url, config)
             proxy.start()
             base = proxy.url
@@ -54,7 +57,7 @@ def run(agent: str, shape: str, via: str) -> dict[str, object]:
                 proxy.stop()
         return {
             "returncode": rc,
-            "stdout": out[-6000:],
+            "stdout": out[-60000:],
             "stderr": err[-3000:],
             "requests": len(up.requests),
             "bodies": up.requests,

@@ -1,6 +1,6 @@
 """A replay upstream that speaks the Responses API itself, with a server's quirks (native mode).
 
-``POST /v1/responses`` answers from the request alone, as shapes.ChatReplay does: a
+``POST /v1/responses`` answers from the request alone, as chat_replay.ChatReplay does: a
 ``function_call_output`` in the input -> a final text quoting it; the tool in ``arguments``
 offered -> one call to it; otherwise a short text. The canonical stream is made by the translate
 encoder from neutral events, then broken by one of ``QUIRKS`` (variants.py), the way the

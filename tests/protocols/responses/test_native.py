@@ -224,6 +224,8 @@ def test_markup_in_text_deltas_becomes_a_function_call(markup: str, before: str)
     call = checked.calls[0]
     assert (call["name"], json.loads(call["arguments"])) == ("get_weather", {"location": "Paris"})
     assert any(kind.startswith(Repair.MARKUP_IN_CONTENT) for kind in repairs)
+    # every upstream event was numbered: the events put in for the call are not a missing number
+    assert Repair.SEQUENCE_NUMBER_MISSING not in repairs
 
 
 def test_markup_is_left_alone_without_tools():

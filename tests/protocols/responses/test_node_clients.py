@@ -15,12 +15,12 @@ import pytest
 
 from proxy.settings import UpstreamSettings
 from tests.conftest import upstream_url
-from tests.protocols.responses.shapes import ChatReplay
+from tests.protocols.responses.chat_replay import ChatReplay
 
 CLIENTS = Path(__file__).resolve().parents[2] / "clients"
 DRIVER = CLIENTS / "drive_responses.mjs"
 ARGS = {"get_weather": {"location": "Paris"}}
-SHAPES = ["canonical", "llamacpp-b5494", "hermes-markup", "qwen3-coder-markup", "object-arguments"]
+SHAPES = ["canonical", "llamacpp-old", "hermes", "qwen3-coder", "object-arguments"]
 
 
 async def drive(job: dict[str, Any]) -> dict[str, Any]:
@@ -72,7 +72,7 @@ async def test_vercel_ai_sdk_responses_gets_the_call(start_upstream, start_proxy
 
 
 async def test_vercel_ai_sdk_runs_a_tool_round_trip(start_upstream, start_proxy):
-    replay = ChatReplay("hermes-markup", ARGS)
+    replay = ChatReplay("hermes", ARGS)
     base = await _proxy_url(start_upstream, start_proxy, replay)
     job = {
         "client": "ai-sdk",

@@ -14,9 +14,10 @@ from aiohttp import web
 from openai import AsyncOpenAI, BadRequestError, InternalServerError
 
 from proxy.settings import UpstreamSettings
+from tests.agents.shapes import SHAPES
 from tests.conftest import upstream_url
 from tests.protocols.responses import variants as v
-from tests.protocols.responses.shapes import SHAPES, ChatReplay
+from tests.protocols.responses.chat_replay import ChatReplay
 
 WEATHER = {
     "type": "function",
@@ -153,7 +154,7 @@ async def test_agents_sdk_runs_a_function_tool_round_trip(serve):
         seen.append(location)
         return f"sunny in {location}"
 
-    replay = ChatReplay("hermes-markup", ARGS)
+    replay = ChatReplay("hermes", ARGS)
     _, client = await serve(replay.app)
     agent = Agent(
         name="weather",

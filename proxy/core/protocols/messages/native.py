@@ -21,33 +21,33 @@ proxy/core/repairs.py; research/protocols.md section 3 quirks 1-4 and section 6)
 * the same call twice in a row (same name, JSON-equal input): counted; under ``dedupe_calls``
   the second is held until its input ends and then dropped (proxy/core/protocols/native_repeats.py).
 
-Client block indexes are dense from 0 in the order blocks go out; an event whose block moved
-is re-encoded with its new index.
+This module follows the upstream's message and blocks; native_client.py is the client's side
+(dense block indexes from 0 in the order blocks go out, an event whose block moved re-encoded
+with its new index, the bytes out), native_text.py the markup in text blocks.
 """
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Sequence
 
 import orjson
 
-from proxy.core.errors import DialectError
 from proxy.core.markup import build_extractor, check_names
-from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Segment, Text
+from proxy.core.markup.fail_open import fail_open
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.messages import native_fields
-from proxy.core.protocols.messages.native_block import Block, extracts, input_parses
+from proxy.core.protocols.messages.native_block import Block, extracts
+from proxy.core.protocols.messages.native_client import ClientSide
+from proxy.core.protocols.messages.native_text import TextMarkup
 from proxy.core.protocols.messages.request import convert_tools
-from proxy.core.protocols.messages.wire import encode
-from proxy.core.protocols.native_repeats import CallRepeats
-from proxy.core.repairs import Repair, markup_kind
-from proxy.core.sse import Event, RawBytes, SSEDecoder, encode_event
+from proxy.core.repairs import Repair
+from proxy.core.sse import Event, RawBytes, SSEDecoder
 
 _Item = tuple[Event, JSONObject]
 
 
-class NativeMessages:
+class NativeMessages(TextMarkup):
     def __init__(
         self,
         new_id: Callable[[], str],
@@ -57,21 +57,15 @@ class NativeMessages:
         dedupe: bool = False,
         max_event_bytes: int = 1 << 20,
     ) -> None:
-        self.repairs: Counter[str] = Counter()
+        ClientSide.__init__(self, dedupe=dedupe)
         self._new_id = new_id
         self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)
         self._request = request if isinstance(request, dict) else {}
         self._dialects = check_names(dialects) if extracts(self._request) else ()
         self._tools = convert_tools(self._request.get("tools")) if self._dialects else []
-        self._out: list[bytes] = []
         self._pending: deque[_Item] = deque()  # events held behind a growing tool block
         self._blocks: dict[int, Block] = {}  # the current generation's, by upstream index
         self._active: Block | None = None  # the upstream block being streamed
-        self._wire: str | None = None  # the type of the block open on the client
-        self._next = 0  # the next client block index
-        self._tool_blocks = 0
-        self._bad_input = False
-        self._repeats = CallRepeats(dedupe=dedupe)
         self._started = self._delta_seen = self._ended = False
 
     # -- the verbs the pump drives
@@ -222,7 +216,7 @@ class NativeMessages:
         kind = str(block.get("type"))
         current = Block(upstream, self._next, kind)
         if kind == "text" and self._dialects:
-            current.markup = build_extractor(self._dialects, self._tools)
+            current.markup = fail_open(build_extractor(self._dialects, self._tools))
         if kind == "tool_use":
             self._tool_blocks += 1
             current.name = block.get("name")
@@ -301,149 +295,6 @@ class NativeMessages:
         for item in held:
             self._write_block_event(block, *item)
 
-    def _repeated(self, name: object, arguments: str) -> bool:
-        """Whether a call whose arguments just ended repeats the call before it (counted)."""
-        if not self._repeats.ended(name, arguments):
-            return False
-        self._note(Repair.CALL_DUPLICATED)
-        if self._repeats.dedupe:  # dropped: no tool block
-            self._tool_blocks -= 1
-        return True
-
     def _check_input(self, block: Block) -> None:
         if block.type == "tool_use" and not block.input_parses:
             self._bad_input = True
-
-    # -- the client's side
-
-    def _start_wire(self, block: Block, event: Event, payload: JSONObject, changed: bool) -> None:
-        if block.held is None:
-            self._wire = block.type
-            self._next += 1
-        self._write_block_event(block, event, payload, changed)
-
-    def _stop_wire(self) -> None:
-        if self._wire is not None:
-            self._wire = None
-            self._emit({"type": "content_block_stop", "index": self._next - 1})
-
-    def _open_wire(self, block: JSONObject) -> None:
-        self._stop_wire()
-        self._wire = str(block["type"])
-        self._emit({"type": "content_block_start", "index": self._next, "content_block": block})
-        self._next += 1
-
-    def _write_block_event(
-        self, block: Block, event: Event, payload: JSONObject, changed: bool
-    ) -> None:
-        if block.holds(event, payload, changed):
-            return
-        if payload.get("index") != block.index:
-            payload["index"] = block.index
-            changed = True
-        self._write(event, payload, changed)
-
-    # -- markup in text
-
-    def _markup_delta(self, block: Block, event: Event, payload: JSONObject, text: str) -> None:
-        extractor = block.markup
-        assert extractor is not None
-        if self._wire == "text" and extractor.passes(text):
-            self._write_block_event(block, event, payload, False)
-            return
-        try:
-            segments = extractor.feed(text)
-        except DialectError:
-            self._markup_failed(block, text)
-            return
-        if segments == [Text(text)] and self._wire == "text":
-            self._write_block_event(block, event, payload, False)
-        else:
-            self._segments(block, segments)
-
-    def _close_markup(self, block: Block) -> None:
-        if block.markup is None:
-            return
-        try:
-            segments = block.markup.close()
-        except DialectError:
-            self._markup_failed(block, "")
-            return
-        self._segments(block, segments)
-        block.markup = None
-
-    def _markup_failed(self, block: Block, text: str) -> None:
-        self._note(Repair.DIALECT_ERROR)
-        block.markup = None
-        if text:
-            self._segments(block, [Text(text)])
-
-    def _segments(self, block: Block, segments: list[Segment]) -> None:
-        for segment in segments:
-            match segment:
-                case Text(text=text):
-                    if self._wire != "text":
-                        self._open_wire({"type": "text", "text": ""})
-                        block.index = self._next - 1
-                    delta = {"type": "text_delta", "text": text}
-                    self._emit(
-                        {"type": "content_block_delta", "index": block.index, "delta": delta}
-                    )
-                case CallOpen(name=name, id=ident):
-                    self.repairs[markup_kind(block.markup, self._dialects)] += 1
-                    self._tool_blocks += 1
-                    block.pieces = []
-                    block.name = name
-                    ident = ident or "toolu_" + self._new_id()
-                    start: JSONObject = {"type": "tool_use", "id": ident, "name": name, "input": {}}
-                    if self._repeats.suspect(name):
-                        block.call = start  # held: the text block stays open meanwhile
-                    else:
-                        self._open_wire(start)
-                case CallArgs(text=text):
-                    block.pieces.append(text)
-                    if block.call is None:
-                        self._emit_input(text)
-                case CallClose(error=error):
-                    if error is not None:
-                        self._note(Repair.MARKUP_BROKEN)
-                    arguments = "".join(block.pieces)
-                    if not input_parses(arguments):
-                        self._bad_input = True
-                    held, block.call = block.call, None
-                    if not self._repeated(block.name, arguments) or held is None:
-                        if held is not None:
-                            self._open_wire(held)
-                            if arguments:
-                                self._emit_input(arguments)
-                        self._stop_wire()
-
-    def _emit_input(self, text: str) -> None:
-        delta = {"type": "input_json_delta", "partial_json": text}
-        self._emit({"type": "content_block_delta", "index": self._next - 1, "delta": delta})
-
-    # -- output
-
-    def _write(self, event: Event, payload: JSONObject, changed: bool) -> None:
-        if event.event is None:
-            self._note(Repair.EVENT_LINE_MISSING)
-        elif not changed:
-            self._out.append(event.raw)
-            return
-        name = event.event or str(payload.get("type"))
-        self._out.append(encode_event(orjson.dumps(payload), event=name))
-
-    def _emit(self, payload: JSONObject) -> None:
-        self._out.append(encode(payload))
-
-    def _note(self, repair: Repair) -> None:
-        self.repairs[repair] += 1
-
-    def _note_all(self, repairs: list[Repair]) -> bool:
-        for repair in repairs:
-            self.repairs[repair] += 1
-        return bool(repairs)
-
-    def _take(self) -> list[bytes]:
-        out, self._out = self._out, []
-        return out

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from proxy.core.markup.base import Extractor
+from proxy.core.markup.fail_open import FailOpen
 from proxy.core.markup.jsonscan import JsonValue
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.sse import Event
@@ -46,7 +46,7 @@ class Block:
     type: str
     pieces: list[str] = field(default_factory=list)  #: a tool input's fragments
     end: InputEnd = field(default_factory=InputEnd)
-    markup: Extractor | None = None  #: a text block's markup parser
+    markup: FailOpen | None = None  #: a text block's markup parser
     stopped: bool = False
     name: object = None  #: a tool block's name, or a text block's latest markup call's
     #: a suspect's events (event, payload, changed), held until its input ends (dedupe_calls)

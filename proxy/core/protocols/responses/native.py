@@ -134,6 +134,8 @@ class NativeStream(ItemFlow):
             self._out.append(item.raw)  # not a Responses event: passed on as it came
             return
         ev = Ev(payload, item.raw)
+        if payload.get("sequence_number") is None:
+            self.repair(Repair.SEQUENCE_NUMBER_MISSING)  # the upstream's, not the events we add
         if item.event != payload["type"]:
             self.repair(Repair.EVENT_LINE_MISSING)
             ev.raw = None
@@ -141,9 +143,6 @@ class NativeStream(ItemFlow):
 
     def emit(self, ev: Ev) -> None:
         """Send one event, numbered in place."""
-        seq = ev.get("sequence_number")
-        if seq is None:
-            self.repair(Repair.SEQUENCE_NUMBER_MISSING)
         ev.set("sequence_number", self._seq)
         self._seq += 1
         self._out.append(ev.raw if ev.raw is not None else frame(ev.payload))
@@ -255,7 +254,7 @@ class NativeStream(ItemFlow):
             self.repair(Repair.USAGE_MISSING)
             response["usage"] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
             ev.changed()
-        if self._cut and ev.type == "response.completed":
+        if self.cut and ev.type == "response.completed":
             self.repair(Repair.CUT_AS_COMPLETED)
             ev.set("type", "response.incomplete")
             response["status"] = "incomplete"

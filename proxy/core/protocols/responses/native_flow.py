@@ -1,5 +1,6 @@
 """The items of a native stream: which upstream item an event belongs to, the order they go
-out in, and their fields (the rules are in native.py's docstring).
+out in, and their fields (the rules are in native.py's docstring; a function call's own fields
+and arguments are native_calls.py's, markup in a message's text native_text.py's).
 
 ``ItemFlow`` is the item half of :class:`proxy.core.protocols.responses.native.NativeStream`;
 the stream half numbers, frames and sends what this half decides.
@@ -11,9 +12,9 @@ from collections import Counter
 from typing import Any, Final
 
 from proxy.core.markup import build_extractor
-from proxy.core.protocols.chat.chunks import INVALID, loads
+from proxy.core.markup.fail_open import fail_open
 from proxy.core.protocols.native_repeats import CallRepeats
-from proxy.core.protocols.responses import native_text
+from proxy.core.protocols.responses import native_calls, native_text
 from proxy.core.protocols.responses.native_items import Ev, Out, Up, message_part
 from proxy.core.protocols.responses.native_request import NativeRequest
 from proxy.core.repairs import Repair
@@ -42,7 +43,7 @@ class ItemFlow:
         #: closes under dedupe_calls
         self.held_call: tuple[str, str | None, list[str]] | None = None
         self._extracting: Up | None = None  # the message whose text goes through markup
-        self._cut = False  # a call ended with unparsable arguments
+        self.cut = False  # a call ended with unparsable arguments
         self.repeats = CallRepeats(dedupe=dedupe)
         self.dropped: set[str] = set()  # the item and call ids of repeats dropped
 
@@ -110,7 +111,7 @@ class ItemFlow:
             self._waiting = up
             return
         if up.type == "message" and self.dialects:
-            up.extractor = build_extractor(self.dialects, self._request.chat_tools)
+            up.extractor = fail_open(build_extractor(self.dialects, self._request.chat_tools))
             self._extracting = up
             up.deferred.append(ev)
             return
@@ -140,39 +141,14 @@ class ItemFlow:
         if ev.get("output_index") is None:
             self.repair(Repair.OUTPUT_INDEX_MISSING)
         ev.set("output_index", out.index)
-        moved = ""
-        if up.type == "function_call":
-            if not item.get("call_id"):
-                self.repair(Repair.CALL_ID_MISSING)
-                item["call_id"] = "call_" + self.new_id()
-                ev.changed()
-            out.call_id, out.name = str(item["call_id"]), str(item.get("name"))
-            if out.name == "parallel":
-                self.repair(Repair.PARALLEL_WRAPPER)
-            moved = item.get("arguments") or ""
-            if moved:  # a whole call in its added: the arguments go out as a delta
-                self.repair(Repair.ARGS_IN_FIRST_DELTA)
-                item["arguments"] = ""
-                ev.changed()
+        moved = native_calls.added(self, ev, item, out) if up.type == "function_call" else ""
         self._items.append(out)
         self._open = out
         up.target = out
         self.emit(ev)
         if moved:
-            self.arguments_delta(out, str(moved))
+            native_calls.arguments_delta(self, out, moved)
         return out
-
-    def arguments_delta(self, out: Out, text: str) -> None:
-        out.args.append(text)
-        out.arg_deltas = True
-        self.insert(
-            {
-                "type": "response.function_call_arguments.delta",
-                "item_id": out.id,
-                "output_index": out.index,
-                "delta": text,
-            }
-        )
 
     def _item_event(self, ev: Ev) -> None:
         up = self.find(ev)
@@ -211,7 +187,7 @@ class ItemFlow:
             out.args.append(str(ev.get("delta") or ""))
             out.arg_deltas = True
         elif kind == "response.function_call_arguments.done":
-            self._arguments_done(ev, out)
+            native_calls.arguments_done(self, ev, out)
             return
         elif kind.startswith(("response.content_part.", "response.output_text.")):
             native_text.part_fields(self, ev, out)
@@ -253,14 +229,6 @@ class ItemFlow:
         self._added(added)
         return self.find(ev)
 
-    def _arguments_done(self, ev: Ev, out: Out) -> None:
-        arguments = ev.get("arguments")
-        if not out.arg_deltas and isinstance(arguments, str) and arguments:
-            self.repair(Repair.ARGS_ONLY_IN_DONE)
-            self.arguments_delta(out, arguments)
-        out.args_done = True
-        self.emit(ev)
-
     def _item_done(self, ev: Ev) -> None:
         up = self.find(ev)
         if up is None:
@@ -291,7 +259,7 @@ class ItemFlow:
         item = ev.payload["item"]
         self.fix_item_fields_done(ev, item, out)
         if out.type == "function_call":
-            self._call_done(ev, item, out)
+            native_calls.call_done(self, ev, item, out)
         elif out.type == "message" and out.part_open:
             native_text.close_part(self, out)
         self.finish(out, item)
@@ -306,35 +274,6 @@ class ItemFlow:
         if ev.get("output_index") is None:
             self.repair(Repair.OUTPUT_INDEX_MISSING)
         ev.set("output_index", out.index)
-
-    def _call_done(self, ev: Ev, item: JSONObject, out: Out) -> None:
-        for key, value in (("call_id", out.call_id), ("name", out.name)):
-            if item.get(key) != value:
-                self.repair(Repair.NAME_MISSING if key == "name" else Repair.CALL_ID_MISSING)
-                item[key] = value
-                ev.changed()
-        arguments = item.get("arguments")
-        if not out.arg_deltas and isinstance(arguments, str) and arguments:
-            self.repair(Repair.ARGS_ONLY_IN_DONE)
-            self.arguments_delta(out, arguments)
-        if not isinstance(arguments, str):
-            item["arguments"] = out.arguments
-            ev.changed()
-        if not out.args_done:
-            self.repair(Repair.ARGS_DONE_MISSING)
-            self.insert(
-                {
-                    "type": "response.function_call_arguments.done",
-                    "item_id": out.id,
-                    "output_index": out.index,
-                    "arguments": item["arguments"],
-                }
-            )
-            out.args_done = True
-        if loads(item["arguments"]) is INVALID and item.get("status") != "incomplete":
-            self._cut = True
-            item["status"] = "incomplete"
-            ev.changed()
 
     def finish(self, out: Out, item: JSONObject) -> None:
         if out.type == "function_call" and not out.compared:
@@ -379,7 +318,7 @@ class ItemFlow:
         """A suspect's arguments ended (or the stream did): compared once with the call before
         it; a repeat is dropped, its held events with it, and what waited behind it goes on."""
         item = queue[0].payload["item"]
-        if not self.repeats.ended(item.get("name"), _held_arguments(queue, done)):
+        if not self.repeats.ended(item.get("name"), native_calls.held_arguments(queue, done)):
             return False
         self.repair(Repair.CALL_DUPLICATED)
         up.dropped = True
@@ -405,38 +344,8 @@ class ItemFlow:
                 "content": [message_part(t) for t in out.texts],
             }
         elif out.type == "function_call":
-            if not out.args_done:
-                self.insert(
-                    {
-                        "type": "response.function_call_arguments.done",
-                        "item_id": out.id,
-                        "output_index": out.index,
-                        "arguments": out.arguments,
-                    }
-                )
-                out.args_done = True
-            status = "completed" if loads(out.arguments) is not INVALID else "incomplete"
-            self._cut = self._cut or status == "incomplete"
-            item = {
-                "id": out.id,
-                "type": "function_call",
-                "status": status,
-                "arguments": out.arguments,
-                "call_id": out.call_id,
-                "name": out.name,
-            }
+            item = native_calls.ended_early(self, out)
         else:
             item = {"id": out.id, "type": out.type}
         self.finish(out, item)
         self.insert({"type": "response.output_item.done", "output_index": out.index, "item": item})
-
-
-def _held_arguments(queue: list[Ev], done: object) -> str:
-    """A held call's arguments: its deltas, else what its done events or its added carry."""
-    deltas = [ev.get("delta") for ev in queue if ev.type.endswith("arguments.delta")]
-    if deltas:
-        return "".join(d for d in deltas if isinstance(d, str))
-    ends = [ev.get("arguments") for ev in queue if ev.type.endswith("arguments.done")]
-    ends.append(done.get("arguments") if isinstance(done, dict) else None)
-    ends.append(queue[0].payload["item"].get("arguments"))
-    return next((a for a in ends if isinstance(a, str) and a), "")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.core.markup.base import Extractor
+from proxy.core.markup.fail_open import FailOpen
 from proxy.core.protocols.responses.items import FunctionCallItem
 
 JSONObject = dict[str, Any]
@@ -87,8 +87,7 @@ class Up:
     suspect: bool = False  # a call named like the call before it, held under dedupe_calls
     dropped: bool = False  # a repeat of the call before it: nothing of it goes out
     deferred: list[Ev] = field(default_factory=list)  # its opening, held until text shows
-    extractor: Extractor | None = None  # markup in its text becomes calls
-    held: str = ""  # text the extractor holds, as far as known (given back if it fails)
+    extractor: FailOpen | None = None  # markup in its text becomes calls
     rewritten: bool = False  # text was taken out (markup): the done events are rewritten
     done: bool = False
 

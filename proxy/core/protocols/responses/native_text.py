@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from proxy.core.errors import DialectError
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
 from proxy.core.protocols.responses.items import FunctionCallItem
 from proxy.core.protocols.responses.native_items import Ev, Out, Up, message_part
@@ -138,13 +137,10 @@ def end_extraction(s: NativeStream, up: Up) -> None:
     extractor, up.extractor = up.extractor, None
     if extractor is None:
         return
-    try:
-        segments = extractor.close()
-    except DialectError:
+    segments = extractor.close()
+    if extractor.failed:
         s.repair(Repair.DIALECT_ERROR)
-        segments = [Text(up.held)] if up.held else []
-    up.held = ""
-    _segments(s, up, segments, extractor)
+    _segments(s, up, segments, extractor.extractor)
 
 
 def _delta(s: NativeStream, up: Up, ev: Ev) -> None:
@@ -153,15 +149,10 @@ def _delta(s: NativeStream, up: Up, ev: Ev) -> None:
     if extractor is None or extractor.passes(text):
         segments: list[Segment] = [Text(text)] if text else []
     else:
-        try:
-            segments = extractor.feed(text)
-        except DialectError:
+        segments = extractor.feed(text)
+        if extractor.failed:
             s.repair(Repair.DIALECT_ERROR)
             up.extractor = None
-            segments = [Text(up.held + text)]
-            up.held = ""
-        else:
-            _account(up, text, segments)
     if segments == [Text(text)] and not up.rewritten:
         _ensure_message(s, up)
         assert up.target is not None
@@ -169,17 +160,7 @@ def _delta(s: NativeStream, up: Up, ev: Ev) -> None:
         part_fields(s, ev, up.target)
         s.emit(ev)
         return
-    _segments(s, up, segments, extractor)
-
-
-def _account(up: Up, text: str, segments: list[Segment]) -> None:
-    """Follow what the extractor holds, to give it back should it fail (as chat/choice.py)."""
-    held = up.held + text
-    if all(isinstance(segment, Text) for segment in segments):
-        returned = "".join(segment.text for segment in segments if isinstance(segment, Text))
-        up.held = held[len(returned) :] if held.startswith(returned) else ""
-    else:
-        up.held = ""
+    _segments(s, up, segments, extractor.extractor if extractor is not None else None)
 
 
 def _segments(
