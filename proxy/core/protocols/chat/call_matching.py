@@ -134,10 +134,11 @@ class CallMatching(CallPieces):
             call.had_args_key = call.had_args_key or td.has_args
         self._release_others(call, sink)
         if named:
-            extras = Extras(td.extras, td.fn_extras) if td.extras or td.fn_extras else None
+            extras = Extras.of(td.extras, td.fn_extras)
             self._input(call, CallInput.ARGS, td.args, sink, extras=extras)
         else:
-            call.extras = added(call.extras, Extras.of(td.extras, td.fn_extras))
+            if td.extras or td.fn_extras:  # rare (thought_signature): no call for the others
+                call.extras = added(call.extras, Extras(td.extras, td.fn_extras))
             if td.name is None:
                 self._input(call, CallInput.ARGS, td.args, sink)
             else:
