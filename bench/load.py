@@ -90,6 +90,14 @@ async def _worker(session, url, body, expect, deadline, max_requests, delay, t, 
             await asyncio.sleep(0.01)  # a refused connection must not turn into a busy loop
 
 
+def client_session() -> aiohttp.ClientSession:
+    """A load's session: as many connections as it has clients, no deadline but connecting's."""
+    connector = aiohttp.TCPConnector(limit=0)
+    return aiohttp.ClientSession(
+        connector=connector, timeout=aiohttp.ClientTimeout(total=None, sock_connect=10)
+    )
+
+
 async def run_load(
     url: str,
     model: str,
@@ -103,9 +111,7 @@ async def run_load(
     tools = req is None or req.shape not in NO_TOOLS
     body = orjson.dumps(protocols.request(protocol, model, tools))
     t = Tally()
-    connector = aiohttp.TCPConnector(limit=0)
-    timeout = aiohttp.ClientTimeout(total=None, sock_connect=10)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+    async with client_session() as session:
         start = now_us()
         deadline = start + int(duration * 1e6)
         ramp = duration / 5

@@ -30,7 +30,7 @@ import aiohttp
 import orjson
 
 from bench import procstat, profile, serve
-from bench.load import API_KEY, percentile
+from bench.load import API_KEY, client_session, percentile
 from bench.shapes import TOOLS, model_name
 from bench.stamps import StampScanner, now_us
 from bench.targets import ROOT
@@ -95,9 +95,7 @@ async def run_load(url: str, model: str, answer: str, clients: int, duration: fl
     messages = [{"role": "user", "content": "What is the weather in Paris?"}]
     body = orjson.dumps({"model": model, "stream": stream, "messages": messages, "tools": TOOLS})
     t = Tally()
-    connector = aiohttp.TCPConnector(limit=0)
-    timeout = aiohttp.ClientTimeout(total=None, sock_connect=10)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+    async with client_session() as session:
         start = now_us()
         deadline = start + int(duration * 1e6)
         ramp = duration / 10
