@@ -57,6 +57,28 @@ def test_core_holds_the_codec_the_calls_the_markup_and_routing() -> None:
         "sse.py",
         "routing.py",
         "calls/state.py",
+        "calls/record.py",
+        "calls/driver.py",
         "markup/base.py",
         "protocols/chat/normalize.py",
     } <= names
+
+
+CALLS = sorted((PROXY / "core" / "calls").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", CALLS, ids=lambda p: str(p.relative_to(PROXY)))
+def test_the_calls_know_no_protocol(path: Path) -> None:
+    """The call record, the state table and the driver are shared by every protocol: the
+    protocol's side implements what the driver asks for, never the other way round."""
+    assert not any(name.startswith("proxy.core.protocols") for name in _imported_modules(path))
+
+
+def _imported_modules(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names

@@ -1,5 +1,5 @@
 """A call's kept argument text answers its questions as the whole text would, however it came
-in pieces and whenever it is asked (proxy/core/protocols/chat/argtext.py)."""
+in pieces and whenever it is asked (proxy/core/calls/argtext.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from itertools import pairwise
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from proxy.core.protocols.chat.argtext import ArgText
+from proxy.core.calls.argtext import ArgText
 from proxy.core.protocols.chat.chunks import complete_json, json_prefix_end
 
 # JSON's structure and whitespace (including what str.strip takes but JSON does not), often

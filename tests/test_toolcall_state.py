@@ -6,8 +6,10 @@ from dataclasses import dataclass
 
 import pytest
 
+from proxy.core.calls import driver
 from proxy.core.calls.state import (
     FALLBACK_OPENING,
+    HELD,
     S1,
     S1_STATES,
     S1_STREAMS,
@@ -28,7 +30,6 @@ from proxy.core.calls.state import (
     whole_calls_due,
 )
 from proxy.core.errors import NormalizerError
-from proxy.core.protocols.chat import choice_base
 from proxy.core.protocols.chat.choice import ChoiceNormalizer
 from proxy.core.protocols.chat.normalize import RequestInfo
 from tests.normalize_helpers import eventwise, run
@@ -58,6 +59,17 @@ def test_a_call_once_open_stays_open(table: Table, states):
         for (state, _), (target, _) in table.items()
         if state is CallState.OPEN
     )
+
+
+@FORMS
+def test_no_call_is_held_again_once_it_is_not(table: Table, states):
+    """The driver marks a call's slot done only as the call leaves ``HELD``."""
+    again = [
+        (state.name, event.name)
+        for (state, event), (target, _) in table.items()
+        if state not in HELD and target in HELD
+    ]
+    assert again == []
 
 
 def test_every_action_is_reachable_from_some_table():
@@ -158,7 +170,7 @@ def test_the_fragment_hot_path_asks_the_table(monkeypatch, table_says_stream):
     """With the table's answer for OPEN turned around, every fragment goes through
     ``process``: the hot path has no answer of its own."""
     if not table_says_stream:
-        monkeypatch.setattr(choice_base, "S1_STREAMS", ())
+        monkeypatch.setattr(driver, "S1_STREAMS", ())
     processed = 0
     process = ChoiceNormalizer.process
 

@@ -1,9 +1,10 @@
 """The life of one tool call in the output: its states, its inputs, and every transition.
 
 Rule 1: every state change of a call lives in this module: the tables below, and the changes
-a state triggers in a call's flags or in other calls (the end of this module). The driver
-(chat/call_driver.py) only classifies what arrived into a :class:`CallInput`, looks the pair
-up here and performs the named :class:`Action`. Rule 2: a call's state says what the client
+a state triggers in a call's flags or in other calls (the end of this module). A protocol's
+decoder (chat/call_matching.py, chat/markup_bridge.py) classifies what arrived into a
+:class:`CallInput`; the driver (calls/driver.py) looks the pair up here and performs the
+named :class:`Action`. Rule 2: a call's state says what the client
 has seen of it, never what the upstream did; the upstream's shape is dealt with before it
 becomes an input. Rule 3: the hot paths ask the same table: a fragment goes out as it came
 only for a call whose state the table says streams its arguments (``streams_args``), an
@@ -97,7 +98,7 @@ _TEXT: Final = (CallInput.ARGS, *_NAMED, CallInput.NAMED_SUSPECT)  # a name is n
 
 NAMELESS, PLACEHOLDER, COLLECTING, OPEN, SUSPECT, DROPPED = CallState
 
-# Only a SUSPECT can be a DUPLICATE (chat/call_driver.py compares nothing else); the other states
+# Only a SUSPECT can be a DUPLICATE (calls/driver.py compares nothing else); the other states
 # ignore the input, which keeps the tables total.
 _NOT_SUSPECT: Final = {
     (state, CallInput.DUPLICATE): (state, Action.NOTHING)
@@ -202,6 +203,8 @@ def replaces_placeholder(text: str) -> bool:
 
 
 SETTLED: Final = (OPEN, DROPPED)  #: nothing more of the call is held
+#: what comes after such a call waits behind it; no call is held again once it is not
+HELD: Final = (NAMELESS, PLACEHOLDER, COLLECTING, SUSPECT)
 COLLECTED: Final = (COLLECTING, SUSPECT)  #: held until the arguments are whole
 ARGS_END: Final = (CallInput.COMPLETE, CallInput.END)  #: a suspect is compared on these
 

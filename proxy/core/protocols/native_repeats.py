@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import orjson
 
-from proxy.core.protocols.chat.repeats import json_equal
+from proxy.core.calls.repeats import json_equal
 
 _INVALID = object()  # arguments that are no JSON: never equal to anything
 

@@ -3,7 +3,7 @@
 Each entry is matched to a call (the upstream index, else the id, else the call in progress;
 a new id or name under a used index starts a new call, Q10), stripped of what the client must
 see only once (Q1, Q2, Q4, Q5), checked for a re-sent copy of the arguments (Q17) and fed to
-the call's state machine (chat/call_driver.py).
+the call's state machine (proxy/core/calls/driver.py).
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Final
 
 from proxy.core.calls.state import CallInput, CallState, compared_when_whole, may_become_whole
-from proxy.core.protocols.chat.call_driver import CallDriver
+from proxy.core.protocols.chat.call_pieces import CallPieces
 from proxy.core.protocols.chat.chunks import INVALID, complete_json
+from proxy.core.protocols.chat.deltas import Extras, added
 from proxy.core.protocols.chat.pieces import Call, Sink
 from proxy.core.protocols.chat.tooldelta import ToolDelta
 from proxy.core.repairs import Repair
@@ -20,7 +21,7 @@ from proxy.core.repairs import Repair
 _AFTER_VALUE_COULD_FOLLOW: Final = frozenset(":[,")
 
 
-class CallMatching(CallDriver):
+class CallMatching(CallPieces):
     def _entries(self, entries: list[ToolDelta], sink: Sink) -> None:
         touched: set[Call] = set()
         for entry in entries:
@@ -55,7 +56,7 @@ class CallMatching(CallDriver):
                 self._record(Repair.INDEX_REUSED)
             call = None
         if call is None:
-            call = Call(self._source, self._choice, td.key, td.id)
+            call = Call(td.key, td.id, origin=self._source, origin_choice=self._choice)
             self._calls.append(call)
         if td.key is not None:
             self._by_key[td.key] = call
@@ -133,10 +134,11 @@ class CallMatching(CallDriver):
             call.had_args_key = call.had_args_key or td.has_args
         self._release_others(call, sink)
         if named:
-            self._input(call, CallInput.ARGS, td.args, sink, extras=(td.extras, td.fn_extras))
+            extras = Extras.of(td.extras, td.fn_extras)
+            self._input(call, CallInput.ARGS, td.args, sink, extras=extras)
         else:
-            call.extras.update(td.extras)
-            call.fn_extras.update(td.fn_extras)
+            if td.extras or td.fn_extras:  # rare (thought_signature): no call for the others
+                call.extras = added(call.extras, Extras(td.extras, td.fn_extras))
             if td.name is None:
                 self._input(call, CallInput.ARGS, td.args, sink)
             else:

@@ -1,30 +1,73 @@
-"""Building the output pieces of a choice: a call's opening delta, an argument delta, text.
+"""Building the output pieces of a choice: a call's opening delta, an argument delta, text
+(typed values, chat/deltas.py; chat/render.py writes them).
 
-Output indexes are dense from 0 in the order the openings go out, so a call held for its
-name does not block the others (Q11); the id is the upstream's, else a fresh one (Q5). The
-shape repairs seen only once the opening is built (``type``, ``arguments`` or the index
-missing or offset) are counted here, where the client's view of the call is settled.
+The call driver (proxy/core/calls/driver.py) says what goes out and when; here it becomes
+chat pieces, put where they belong: a piece goes out in the chunk it comes from, and what a
+held call releases goes where the call was held (``Sink``, ``Slot``). The shape repairs seen
+only once the opening is built (``type``, ``arguments`` or the index missing or offset) are
+counted here, where the client's view of the call is settled.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from proxy.core.protocols.chat.choice_base import ChoiceBase
 from proxy.core.protocols.chat.chunks import JSONObject
-from proxy.core.protocols.chat.pieces import Call, Piece, Source
+from proxy.core.protocols.chat.deltas import (
+    ArgsDelta,
+    Extras,
+    Fields,
+    FieldsDelta,
+    OpeningDelta,
+    added,
+)
+from proxy.core.protocols.chat.pieces import Call, Piece, Sink, Source
 from proxy.core.repairs import Repair
 
 
 class CallPieces(ChoiceBase):
+    # -- what the driver asks for ------------------------------------------------------------
+
+    def _put_opening(self, call: Call, args: str, out: Sink) -> None:
+        out.put(self._opening(call, args), call)
+
+    def _put_held_args(self, call: Call, text: str, out: Sink) -> None:
+        out.put(self._args_piece(call, text, call.origin, call.origin_choice), call)
+
+    def _put_args(self, call: Call, text: str, out: Sink, extras: Extras | None) -> None:
+        # every continuation of a call streamed on the slow path comes here: built in place
+        assert call.index is not None  # the opening went out first
+        out.put(Piece(self._source, self._choice, ArgsDelta(call.index, text, extras)))
+
+    def _hold_opening(self, call: Call, args: str) -> None:
+        call.placeholder = self._opening(call, args)
+
+    def _release_opening(self, call: Call, out: Sink, *, without_args: bool) -> None:
+        held, call.placeholder = call.placeholder, None
+        assert held is not None
+        if without_args:
+            assert isinstance(held.delta, OpeningDelta)
+            held = replace(held, delta=replace(held.delta, arguments=""))
+        out.put(held, call)
+
+    def _add_extras(self, call: Call, extras: Extras) -> None:
+        call.extras = added(call.extras, extras)
+
+    def _holding(self, call: Call, out: Sink) -> None:
+        if call.slot is None and call not in out.holding:
+            out.holding.append(call)
+
+    def _settled(self, call: Call) -> None:
+        if call.slot is not None:
+            call.slot.done = True
+
+    # -- the pieces --------------------------------------------------------------------------
+
     def _opening(self, call: Call, args: str) -> Piece:
-        call.index = self._next_index
-        self._next_index += 1
-        self._sent_calls += 1
-        if call.upstream_id is not None:
-            call.id = call.upstream_id
-            self._s.ids.add(call.id)
-        else:
-            call.id = self._s.ids.fresh()
-            self._record(Repair.ID_MISSING)
+        """The opening of a call the driver has identified, with ``args`` as its arguments."""
+        assert call.index is not None
+        assert call.id is not None
         if not call.from_markup:
             if not call.has_type:
                 self._record(Repair.TYPE_MISSING)
@@ -32,17 +75,7 @@ class CallPieces(ChoiceBase):
                 self._record(Repair.FIRST_DELTA_WITHOUT_ARGUMENTS)
             if isinstance(call.key, int) and call.key != call.index:
                 self._record(Repair.INDEX_OFFSET)
-        function: JSONObject = {} if call.name is None else {"name": call.name}
-        function["arguments"] = args
-        function.update(call.fn_extras)
-        entry: JSONObject = {
-            "index": call.index,
-            "id": call.id,
-            "type": "function",
-            "function": function,
-            **call.extras,
-        }
-        delta = {**call.head, "tool_calls": [entry]} if call.head else {"tool_calls": [entry]}
+        delta = OpeningDelta(call.index, call.id, call.name, args, call.extras, call.head or None)
         return Piece(call.origin, call.origin_choice, delta)
 
     def _args_piece(
@@ -51,15 +84,10 @@ class CallPieces(ChoiceBase):
         text: str,
         source: Source,
         choice: JSONObject,
-        extras: tuple[JSONObject, JSONObject] | None = None,
+        extras: Extras | None = None,
     ) -> Piece:
-        entry_extras, fn_extras = extras if extras is not None else ({}, {})
-        entry: JSONObject = {
-            "index": call.index,
-            "function": {"arguments": text, **fn_extras},
-            **entry_extras,
-        }
-        return Piece(source, choice, {"tool_calls": [entry]})
+        assert call.index is not None  # the opening went out first
+        return Piece(source, choice, ArgsDelta(call.index, text, extras))
 
-    def _piece(self, delta: JSONObject) -> Piece:
-        return Piece(self._source, self._choice, delta)
+    def _piece(self, fields: Fields) -> Piece:
+        return Piece(self._source, self._choice, FieldsDelta(fields))

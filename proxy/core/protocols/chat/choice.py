@@ -6,8 +6,8 @@ delta each); chat/normalize.py wraps pieces into chunks. What it does, in order,
 1. Text fields go through the dialect extractor when markup extraction is on (Q32,
    chat/markup_bridge.py).
 2. Each ``tool_calls`` entry is matched to a call and fed to the call's state machine
-   (chat/call_matching.py, chat/call_driver.py, proxy/core/calls/state.py). A call that may
-   repeat an earlier one (chat/repeats.py) is held as a SUSPECT until its arguments end,
+   (chat/call_matching.py, proxy/core/calls/driver.py and state.py). A call that may
+   repeat an earlier one (calls/repeats.py) is held as a SUSPECT until its arguments end,
    then dropped if it does; markup is still extracted after structured calls.
 3. A finish reason ends every call and is corrected (chat/finish.py).
 
@@ -18,11 +18,14 @@ chunk it came from.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Final
 
+from proxy.core.calls.state import HELD
 from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.protocols.chat.deltas import KEPT, FieldsDelta, KeptDelta, with_head
 from proxy.core.protocols.chat.finish import Finishing
-from proxy.core.protocols.chat.pieces import HELD, Piece, Sink
+from proxy.core.protocols.chat.pieces import Piece, Sink
 from proxy.core.protocols.chat.tooldelta import ToolDelta
 from proxy.core.repairs import Repair
 
@@ -52,7 +55,7 @@ class ChoiceNormalizer(Finishing):
                     self._record(repair)
                 # markup after structured calls is still extracted (llama.cpp parses the
                 # first call and leaves the next as text); a copy of a structured call is
-                # dropped instead (chat/repeats.py)
+                # dropped instead (calls/repeats.py)
                 self._entries(entries, sink)
         finish = self._read_finish(choice.get("finish_reason"))
         if finish is not None:
@@ -69,26 +72,29 @@ class ChoiceNormalizer(Finishing):
         """Put the delta's other fields (role, text, unknown ones) in front of the pieces."""
         own = sink.own
         if head is None:  # no delta at all (Q29), or not an object: keep it as it is
-            return own or [Piece(self._source, self._choice, None)]
+            return own or [Piece(self._source, self._choice, KEPT)]
         if not own:
             held = [call for call in sink.holding if call.state in HELD]  # not DROPPED
             if head and not _has_text(head) and held:
                 # the delta's role and such wait for the opening of the call they came with
                 call = held[0]
                 call.head = head
-                if call.placeholder is not None and call.placeholder.delta is not None:
-                    call.placeholder.delta = {**head, **call.placeholder.delta}
+                placeholder = call.placeholder
+                if placeholder is not None and not isinstance(placeholder.delta, KeptDelta):
+                    call.placeholder = replace(
+                        placeholder, delta=with_head(placeholder.delta, head)
+                    )
                 return own
             return [self._piece(head)] if head or not delta else own
-        first = own[0]
-        assert first.delta is not None
         if not head:
             return own
-        if "tool_calls" in first.delta and _has_text(head):
+        first = own[0]
+        assert not isinstance(first.delta, KeptDelta)
+        if not isinstance(first.delta, FieldsDelta) and _has_text(head):
             # rule 5: text never shares a delta with a tool-call entry; the text goes first
             self._record(Repair.CONTENT_BESIDE_TOOL_CALLS)
             return [self._piece(head), *own]
-        first.delta = {**head, **first.delta}
+        own[0] = replace(first, delta=with_head(first.delta, head))
         return own
 
 

@@ -17,17 +17,14 @@ from typing import Any, Final
 
 import orjson
 
+# the questions asked of argument text belong to the calls; the chat package asks them here
+from proxy.core.calls.jsontext import INVALID as INVALID
+from proxy.core.calls.jsontext import complete_json as complete_json
+from proxy.core.calls.jsontext import json_prefix_end as json_prefix_end
+
 JSONObject = dict[str, Any]
 
 
-class _Invalid:
-    """The result of parsing text that is not one complete JSON value."""
-
-    def __repr__(self) -> str:
-        return "INVALID"
-
-
-INVALID: Final = _Invalid()
 _MAX_WRITE_DEPTH: Final = 254
 
 
@@ -58,18 +55,6 @@ def writable(value: object, data: bytes) -> bool:
 def dumps_text(value: object) -> str:
     """Argument text for a value sent as an object (Q19)."""
     return orjson.dumps(value).decode()
-
-
-def complete_json(text: str) -> object:
-    """The value when ``text`` is exactly one complete JSON object or array, else INVALID.
-
-    A cheap look at the first and last significant characters comes first, so partial
-    argument text (almost every fragment) costs no parse.
-    """
-    stripped = text.strip()
-    if not stripped or (stripped[0], stripped[-1]) not in (("{", "}"), ("[", "]")):
-        return INVALID
-    return loads(stripped)
 
 
 @cache
@@ -114,32 +99,3 @@ def envelopes_sure(data: bytes, events: int) -> bool:
         and data.count(b'"delta"') == events
         and data.count(b'"index"') == events
     )
-
-
-def json_prefix_end(kept: str, fragment: str) -> int | None:
-    """Where ``kept`` ends inside ``fragment``, matching JSON text with whitespace outside
-    strings ignored on both sides; None when ``kept`` is not the fragment's beginning."""
-    i = j = 0
-    in_string = escaped = False
-    n, m = len(kept), len(fragment)
-    while i < n:
-        c = kept[i]
-        if not in_string and c in " \t\r\n":
-            i += 1
-            continue
-        while j < m and not in_string and fragment[j] in " \t\r\n":
-            j += 1
-        if j >= m or fragment[j] != c:
-            return None
-        if in_string:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
-            elif c == '"':
-                in_string = False
-        elif c == '"':
-            in_string = True
-        i += 1
-        j += 1
-    return j

@@ -11,11 +11,13 @@ call. The upstream's own ``tool_calls`` stays (the arguments are only counted, Q
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Final
 
+from proxy.core.calls.argtext import ArgText
 from proxy.core.calls.state import CallInput
-from proxy.core.protocols.chat.argtext import ArgText
-from proxy.core.protocols.chat.chunks import INVALID, JSONObject
+from proxy.core.protocols.chat.chunks import INVALID
+from proxy.core.protocols.chat.deltas import KEPT, NO_FIELDS, FieldsDelta, KeptDelta
 from proxy.core.protocols.chat.hot_paths import HotPaths
 from proxy.core.protocols.chat.pieces import Piece, Sink
 from proxy.core.repairs import Repair
@@ -37,12 +39,12 @@ class Finishing(HotPaths):
         self, finish: object, pieces: list[Piece], delta: object, *, had_calls: bool
     ) -> None:
         last = pieces[-1] if pieces else None
-        if last is not None and (last.delta is None or "tool_calls" not in last.delta):
-            last.finish = finish
+        if last is not None and isinstance(last.delta, KeptDelta | FieldsDelta):
+            pieces[-1] = replace(last, finish=finish)
             return
         if had_calls:
             self._record(Repair.FINISH_ON_TOOL_CALL_CHUNK)
-        base: JSONObject | None = {} if isinstance(delta, dict) else None
+        base = FieldsDelta(NO_FIELDS) if isinstance(delta, dict) else KEPT
         pieces.append(Piece(self._source, self._choice, base, finish))
 
     # -- the end of the stream ---------------------------------------------------------------
@@ -53,7 +55,7 @@ class Finishing(HotPaths):
         if synthesize and self._sent_calls and self.finished is None:
             self._record(Repair.NO_FINISH_CHUNK)
             finish = self._calls_finish(None)
-            sink.late.append(Piece(self._source, self._choice, {}, finish))
+            sink.late.append(Piece(self._source, self._choice, FieldsDelta(NO_FIELDS), finish))
             self.finished = finish
 
     def _calls_finish(self, repair: Repair | None) -> str:

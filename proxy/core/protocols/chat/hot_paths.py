@@ -5,7 +5,7 @@ plain content delta in which no markup can start, and content that only continue
 arguments of a call open in the markup. For each, a check says whether ``process`` would
 send the delta unchanged (or, for markup arguments, as one argument delta) and change
 nothing but the bookkeeping done here. Whether a call's arguments go out as they come is the
-state table's answer (``Call.streams``, kept by the driver from ``calls.state.streams_args``),
+state table's answer (``CallRecord.streams``, kept by calls/driver.py from ``streams_args``),
 not this module's; plain text is no input of any call.
 """
 

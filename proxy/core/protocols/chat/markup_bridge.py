@@ -15,6 +15,7 @@ from proxy.core.errors import DialectError
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
 from proxy.core.protocols.chat.call_matching import CallMatching
 from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.protocols.chat.deltas import FieldsDelta
 from proxy.core.protocols.chat.pieces import Call, Sink
 from proxy.core.repairs import Repair, markup_kind
 
@@ -37,8 +38,9 @@ class MarkupBridge(CallMatching):
             self._account(key, text, segments)
             self._segments(key, segments, sink)
         # the leading text goes back into the head, where it came from
-        if sink.own and sink.own[0].delta is not None and "tool_calls" not in sink.own[0].delta:
-            head.update(sink.own.pop(0).delta or {})
+        if sink.own and isinstance(lead := sink.own[0].delta, FieldsDelta):
+            del sink.own[0]
+            head.update(lead.fields)
 
     def _extractor(self, key: str) -> Extractor | None:
         if key not in self._extractors:
@@ -72,7 +74,13 @@ class MarkupBridge(CallMatching):
                     self._s.repairs[
                         markup_kind(self._extractors.get(key), self._s.dialect_names)
                     ] += 1
-                    call = Call(self._source, self._choice, None, ident, from_markup=True)
+                    call = Call(
+                        None,
+                        ident,
+                        from_markup=True,
+                        origin=self._source,
+                        origin_choice=self._choice,
+                    )
                     self._calls.append(call)
                     self._markup_call[key] = call
                     self._release_others(call, sink)

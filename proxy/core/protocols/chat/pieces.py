@@ -2,20 +2,21 @@
 
 A :class:`Piece` is one output delta of one choice, tied to the upstream chunk (:class:`Source`)
 whose envelope it goes out in. A :class:`Call` is the record of one tool call as the client
-sees it. A held call owns a :class:`Slot`: its place in the output, which later output waits
-behind. A :class:`Sink` collects what one choice of one chunk produces.
+sees it (proxy/core/calls/record.py) with the chat protocol's own fields. A held call owns
+a :class:`Slot`: its place in the output, which later output waits behind. A :class:`Sink`
+collects what one choice of one chunk produces.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Final
 
-from proxy.core.calls.state import CallState
+from proxy.core.calls.record import CallRecord
+from proxy.core.calls.state import HELD
 from proxy.core.ids import IdPool
-from proxy.core.protocols.chat.argtext import ArgText
 from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.protocols.chat.deltas import Delta, Extras, Fields
 from proxy.core.sse import Event
 
 
@@ -28,13 +29,14 @@ class Source:
     silent: bool = False  #: the chunk sent nothing of its own (everything in it was held)
 
 
-@dataclass(eq=False, slots=True)
+@dataclass(frozen=True, eq=False, slots=True)
 class Piece:
-    """One output delta of one choice, with the upstream chunk and choice it goes out as."""
+    """One output delta of one choice, with the upstream chunk and choice it goes out as.
+    Built once: a change to it is a new piece (``dataclasses.replace``)."""
 
     source: Source
     choice: JSONObject
-    delta: JSONObject | None  #: None keeps the upstream choice's delta as it was
+    delta: Delta
     finish: object = None
 
 
@@ -55,37 +57,18 @@ class StreamContext:
     held: int = 0  #: characters held or kept for checking, across the stream
 
 
-@dataclass(eq=False, slots=True)
-class Call:
+@dataclass(eq=False, slots=True, kw_only=True)
+class Call(CallRecord):
+    """A call with what only the chat protocol knows of it, beside its neutral record."""
+
     origin: Source  #: the chunk the call first appeared in
     origin_choice: JSONObject
-    key: int | str | None
-    upstream_id: str | None
-    from_markup: bool = False
-    name: str | None = None
-    state: CallState = CallState.NAMELESS
-    #: the table's answer for ``state``: a fragment goes out as it came (calls/state.py,
-    #: ``streams_args``); kept at each transition so that the hot paths need not look it up
-    streams: bool = False
-    id: str | None = None  #: the id the client sees, set when the opening is built
-    index: int | None = None  #: the index the client sees, set when the opening is built
-    args: ArgText = field(default_factory=ArgText)  #: argument text kept (held or for Q17)
-    args_len: int = 0  #: all argument text accepted, including text no longer kept
-    waited: bool = False  #: entries were held before the name came (Q14)
     placeholder: Piece | None = None  #: S1: the opening held back with "{}"
-    placeholder_args: bool = False  #: S2: the collected text is only a "{}" placeholder
-    whole: bool = False  #: S2: the collected text is complete (or the markup closed the call)
     has_type: bool = False
     had_args_key: bool = False
-    extras: JSONObject = field(default_factory=dict)
-    fn_extras: JSONObject = field(default_factory=dict)
+    extras: Extras | None = None  #: the unknown fields of the entries so far
     slot: Slot | None = None  #: where the call's held output goes, once its chunk is done
-    head: JSONObject | None = None  #: the other delta fields of a chunk that held the call
-    #: a SUSPECT: the earlier calls it is dropped for repeating, if its arguments equal theirs
-    rivals: tuple[Call, ...] = ()
-
-    def text(self) -> str:
-        return self.args.text()
+    head: Fields | None = None  #: the other delta fields of a chunk that held the call
 
 
 @dataclass(eq=False, slots=True)
@@ -94,14 +77,6 @@ class Slot:
 
     pieces: list[Piece] = field(default_factory=list)
     done: bool = False
-
-
-HELD: Final = (
-    CallState.NAMELESS,
-    CallState.PLACEHOLDER,
-    CallState.COLLECTING,
-    CallState.SUSPECT,
-)
 
 
 class Sink:

@@ -1,5 +1,6 @@
 """The client's chunks, built from a choice's pieces in the envelope of the chunk they came from.
 
+Only here do a piece's typed delta values (chat/deltas.py) become delta objects.
 A rewritten chunk keeps the upstream's envelope (id, object, created, model,
 system_fingerprint, unknown fields) and changes only what the repair needs. When one chunk
 becomes several, its usage goes only on the last (clients may add usages up) and its
@@ -10,6 +11,15 @@ upstream's bytes.
 from __future__ import annotations
 
 from proxy.core.protocols.chat.chunks import JSONObject, dumps
+from proxy.core.protocols.chat.deltas import (
+    KEPT,
+    NO_FIELDS,
+    ArgsDelta,
+    Delta,
+    FieldsDelta,
+    KeptDelta,
+    OpeningDelta,
+)
 from proxy.core.protocols.chat.pieces import Piece, Source
 from proxy.core.sse import Event, encode_event
 
@@ -23,7 +33,10 @@ def render_own(source: Source, choices: list[JSONObject], own: list[list[Piece]]
             source.silent = True
             return []
         # everything was held, but the usage must still reach the client
-        rest = [_choice_out(c, {} if isinstance(c.get("delta"), dict) else None) for c in choices]
+        rest = [
+            _choice_out(c, FieldsDelta(NO_FIELDS) if isinstance(c.get("delta"), dict) else KEPT)
+            for c in choices
+        ]
         return [_encode(_chunk_out(chunk, rest, usage=True), source.event)]
     # plain loops: on every chunk of a call streamed out of markup, comprehensions cost
     out: list[bytes] = []
@@ -58,17 +71,50 @@ def _encode(chunk: JSONObject, event: Event) -> bytes:
 
 
 def _choice_out(
-    choice: JSONObject, delta: JSONObject | None, finish: object = None, *, first: bool = True
+    choice: JSONObject, delta: Delta, finish: object = None, *, first: bool = True
 ) -> JSONObject:
     # a key set again keeps its place; a new one goes last, the delta before the finish
     out = dict(choice)
-    if delta is not None:
-        out["delta"] = delta
+    if isinstance(delta, ArgsDelta):  # the most frequent, on every slow-path continuation
+        out["delta"] = _args_object(delta)
+    elif not isinstance(delta, KeptDelta):
+        out["delta"] = delta_object(delta)
     if finish is not None or "finish_reason" in out:
         out["finish_reason"] = finish
     if not first and "logprobs" in out:
         out["logprobs"] = None
     return out
+
+
+def delta_object(delta: FieldsDelta | OpeningDelta | ArgsDelta) -> object:
+    """The delta object a client reads, its keys in the order clients have always seen:
+    unknown fields after the known ones, the delta's other fields in front of ``tool_calls``."""
+    if isinstance(delta, FieldsDelta):
+        return delta.fields
+    if isinstance(delta, ArgsDelta):
+        return _args_object(delta)
+    function: JSONObject = {} if delta.name is None else {"name": delta.name}
+    function["arguments"] = delta.arguments
+    entry: JSONObject = {
+        "index": delta.index,
+        "id": delta.id,
+        "type": "function",
+        "function": function,
+    }
+    if delta.extras is not None:
+        function.update(delta.extras.function)
+        entry.update(delta.extras.entry)
+    return {**delta.head, "tool_calls": [entry]} if delta.head else {"tool_calls": [entry]}
+
+
+def _args_object(delta: ArgsDelta) -> JSONObject:
+    # built in one place with no call further: it is made for every slow-path continuation
+    function: JSONObject = {"arguments": delta.text}
+    entry: JSONObject = {"index": delta.index, "function": function}
+    if delta.extras is not None:
+        function.update(delta.extras.function)
+        entry.update(delta.extras.entry)
+    return {**delta.head, "tool_calls": [entry]} if delta.head else {"tool_calls": [entry]}
 
 
 def _chunk_out(chunk: JSONObject, choices: list[JSONObject], *, usage: bool) -> JSONObject:

@@ -7,18 +7,20 @@ llama.cpp (llama.cpp#21882) sends the same call twice in a row; two equal calls 
 so the second is dropped only under ``dedupe_calls`` and counted either way.
 
 A call that may be a repeat is known by its name when it is named: its *rivals* are the calls
-it would repeat. chat/call_driver.py then holds it (SUSPECT) until its arguments end, and asks
+it would repeat. The driver then holds it (SUSPECT) until its arguments end, and asks
 ``repeats`` once. The parses come from ``ArgText.complete``, which keeps them, so no question
 here reads a call's text more than once.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import orjson
 
+from proxy.core.calls.jsontext import INVALID
+from proxy.core.calls.record import CallRecord
 from proxy.core.calls.state import CallState
-from proxy.core.protocols.chat.chunks import INVALID
-from proxy.core.protocols.chat.pieces import Call
 
 
 class Repeats:
@@ -28,14 +30,14 @@ class Repeats:
 
     def __init__(self, *, dedupe: bool) -> None:
         self._dedupe = dedupe
-        self._structured: dict[str, list[Call]] = {}  # the structured calls named, by name
+        self._structured: dict[str, list[CallRecord]] = {}  # the structured calls named, by name
 
-    def rivals(self, calls: list[Call], call: Call) -> tuple[Call, ...]:
+    def rivals(self, calls: Sequence[CallRecord], call: CallRecord) -> tuple[CallRecord, ...]:
         """The earlier calls that ``call``, just named, is dropped for repeating: from markup,
         the structured calls of its name; under dedupe_calls, the call right before it of the
         same name."""
         assert call.name is not None
-        found: list[Call] = []
+        found: list[CallRecord] = []
         if call.from_markup:
             found += self._structured.get(call.name, ())
         else:
@@ -46,7 +48,7 @@ class Repeats:
         return tuple(dict.fromkeys(found))
 
     @staticmethod
-    def count(calls: list[Call]) -> int:
+    def count(calls: Sequence[CallRecord]) -> int:
         """The calls equal to the call before them, their arguments ended (those dropped
         were counted when they were, and are no call before another)."""
         found = 0
@@ -62,7 +64,7 @@ class Repeats:
         return found
 
 
-def repeats(call: Call) -> bool:
+def repeats(call: CallRecord) -> bool:
     """Whether a suspect, its arguments ended, equals one of its rivals."""
     value = call.args.complete()
     return value is not INVALID and any(
@@ -77,7 +79,7 @@ def json_equal(a: object, b: object) -> bool:
     return a == b and orjson.dumps(a, option=sort) == orjson.dumps(b, option=sort)
 
 
-def _before(calls: list[Call], call: Call) -> Call | None:
+def _before(calls: Sequence[CallRecord], call: CallRecord) -> CallRecord | None:
     """The call right before ``call`` (a call just named is nearly always the last)."""
     at = len(calls) - 1
     while at >= 0 and calls[at] is not call:
