@@ -177,6 +177,27 @@ async def test_a_chunked_body_is_413_as_soon_as_it_passes_the_limit(
     assert upstream.seen == []
 
 
+async def test_a_chunked_body_that_arrived_whole_is_413_when_over_the_limit(
+    proxy_with,
+) -> None:  # type: ignore[no-untyped-def]
+    """A body already buffered to its end is read without a timer; its size still counts."""
+    upstream, proxy = await proxy_with(
+        limits={"max_request_body_bytes": 4096}, timeouts={"request_body": 30}
+    )
+    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+    writer.write(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + (b"3e8\r\n" + b"x" * 1000 + b"\r\n") * 5
+        + b"0\r\n\r\n"
+    )
+    await writer.drain()
+    status_line = await asyncio.wait_for(reader.readline(), timeout=5)
+    writer.close()
+    assert status_line.split()[1] == b"413"
+    assert upstream.seen == []
+
+
 async def test_uploads_stream_through_whatever_their_size(
     proxy_with,
 ) -> None:  # type: ignore[no-untyped-def]

@@ -70,6 +70,8 @@ def is_safe_path(raw_path_and_query: str) -> bool:
     path = raw_path_and_query.partition("?")[0]
     if not path.startswith("/"):
         return False
+    if "." not in path and "%" not in path:  # no dot, none encoded: nothing to look for
+        return True
     for _ in range(4):
         segments = path.replace("\\", "/").split("/")
         # "..;x" is ".." to servers that strip path parameters (Tomcat, Spring).

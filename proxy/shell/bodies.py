@@ -25,8 +25,11 @@ async def read_capped(
     body = bytearray()
     try:
         while len(body) <= limit:
-            async with asyncio.timeout(idle):
+            if resp.content.is_eof():  # the rest is buffered: this read cannot wait
                 chunk = await resp.content.readany()
+            else:
+                async with asyncio.timeout(idle):
+                    chunk = await resp.content.readany()
             if not chunk:
                 return bytes(body), True
             body += chunk

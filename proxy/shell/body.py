@@ -64,15 +64,11 @@ async def read_body(
     if _over(request, limit):
         raise PayloadTooLarge(_too_large(limit))
     try:
-        async with asyncio.timeout(time_limit):
-            if request.content_length is not None:
-                body = await _read_exactly(request, request.content_length)
-            else:
-                body = bytearray()
-                while chunk := await request.content.readany():
-                    body += chunk
-                    if len(body) > limit:
-                        raise PayloadTooLarge(_too_large(limit))
+        if request.content.is_eof():  # all of it is here (most bodies): no wait to bound
+            body = await _read(request, limit)
+        else:
+            async with asyncio.timeout(time_limit):
+                body = await _read(request, limit)
     except TimeoutError:
         raise RequestTimeout(
             f"the request body did not arrive within {time_limit:g} s"
@@ -84,6 +80,17 @@ async def read_body(
         return body, orjson.loads(body)
     except orjson.JSONDecodeError:
         return body, None
+
+
+async def _read(request: web.Request, limit: int) -> bytearray:
+    if request.content_length is not None:
+        return await _read_exactly(request, request.content_length)
+    body = bytearray()
+    while chunk := await request.content.readany():
+        body += chunk
+        if len(body) > limit:
+            raise PayloadTooLarge(_too_large(limit))
+    return body
 
 
 async def _read_exactly(request: web.Request, length: int) -> bytearray:

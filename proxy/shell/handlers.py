@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import cache
 from time import perf_counter
 from typing import Any
 
@@ -168,7 +169,7 @@ class UpstreamCall:
                     headers=headers,
                     data=data,
                     allow_redirects=False,
-                    timeout=ClientTimeout(total=None, sock_connect=timeouts.connect),
+                    timeout=_client_timeout(timeouts.connect),
                 )
         except TimeoutError as exc:
             kind = (
@@ -200,6 +201,13 @@ class UpstreamCall:
                 self._resp.release()
             else:
                 self._resp.close()
+
+
+@cache
+def _client_timeout(connect: float) -> ClientTimeout:
+    """aiohttp's timeouts for an upstream request: only the connect's (``timeouts.first_byte``
+    bounds the rest), one object for every request."""
+    return ClientTimeout(total=None, sock_connect=connect)
 
 
 def _upstream_headers(
