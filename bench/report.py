@@ -192,11 +192,12 @@ def workers_table(rows: list[dict[str, Any]]) -> str:
     """The proxy with one worker against ``proxy-wN`` on unthrottled loads: total chunks/s,
     chunks per proxy CPU-second, and each as a ratio to one worker's ('' without both)."""
     rows = [r for r in rows if r.get("protocol", "chat") == "chat"]
+    rows = [r for r in rows if not r["delay_ms"]]
     one = {(r["shape"], r["concurrency"]): r for r in rows if r["target"] == PROXY}
     lines = []
     for r in rows:
         base = one.get((r["shape"], r["concurrency"]))
-        if r["delay_ms"] or not r["target"].startswith(PROXY + " (") or base is None:
+        if not r["target"].startswith(PROXY + " (") or base is None:
             continue
         for row in (base, r):
             per_cpu = 1000 / row["cpu_s_per_1k"] if row["cpu_s_per_1k"] else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bench import core
+from bench import core, report
 from bench.cli import main
 from bench.stamps import StampScanner
 
@@ -94,3 +94,27 @@ def test_per_request_run_measures_both_answers_and_the_collector(tmp_path, capsy
         assert cell["upstream_cpu_s"] is not None, cell
     rows = result["per_request_summary"]
     assert all(r["cpu_ms"] > 0 for r in rows if r["target"] != "direct")
+
+
+def test_the_workers_table_sets_each_load_against_one_worker_on_the_same_load() -> None:
+
+    def row(target: str, delay: int, rate: float, cpu: float) -> dict[str, object]:
+        return {
+            "protocol": "chat",
+            "shape": "content",
+            "concurrency": 100,
+            "delay_ms": delay,
+            "target": target,
+            "chunks_per_s": rate,
+            "cpu_s_per_1k": cpu,
+        }
+
+    rows = [
+        row(report.PROXY, 0, 60000, 0.015),
+        row(report.PROXY + " (2 workers)", 0, 66000, 0.016),
+        row(report.PROXY, 20, 4900, 0.07),  # a throttled load is not the base of an unthrottled one
+        row(report.PROXY + " (2 workers)", 20, 4900, 0.08),
+    ]
+    table = report.workers_table(rows)
+    assert "| content 100 x 0 ms | toolcall-proxy (2 workers) | 66000 | 1.10x |" in table
+    assert "4900" not in table
