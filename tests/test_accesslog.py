@@ -228,3 +228,64 @@ async def test_served_process_writes_json_access_lines_and_no_aiohttp_ones(
     assert [(a["path"], a["status"]) for a in access] == [(CHAT, 200)]
     assert "worker" not in access[0]  # named only when there are several (tests/test_workers.py)
     assert not [line for line in lines if f'"POST {CHAT}' in line or "/-/health" in line]
+
+
+COMPLETION = orjson.dumps(
+    {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Sunny."},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+)
+NATIVE_MESSAGE = orjson.dumps(
+    {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [{"type": "text", "text": "Sunny."}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 2},
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("mode", "path", "body"),
+    [
+        ("translate", "/v1/messages", COMPLETION),
+        ("translate", "/v1/responses", COMPLETION),
+        ("native", "/v1/messages", NATIVE_MESSAGE),
+    ],
+    ids=["messages-translate", "responses-translate", "messages-native"],
+)
+async def test_a_whole_answer_in_another_protocol_counts_its_bytes_both_ways(
+    mode: str,
+    path: str,
+    body: bytes,
+    start_upstream: StartUpstream,
+    start_proxy: StartProxy,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger=ACCESS_LOGGER)
+    upstream = await start_upstream(replay_app(body, content_type="application/json"))
+    key = "messages" if path == "/v1/messages" else "responses"
+    proxy = await start_proxy(UpstreamSettings(name="u", url=upstream_url(upstream), **{key: mode}))
+    request = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+    if key == "responses":
+        request = {"model": "m", "input": "hi"}
+    resp = await proxy.post(path, json=request)
+    assert resp.status == 200
+    answer = await resp.read()
+    [record] = await logged(caplog)
+    assert (record["bytes_upstream"], record["bytes"]) == (len(body), len(answer))
+    assert record["ttfb_ms"] is not None

@@ -30,7 +30,7 @@ from proxy.core.protocols.chat.normalize import (
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.shell.app_state import REQUEST_ID, ProxyState, UpstreamConfig
 from proxy.shell.bodies import media_type, read_capped, upstream_error_message
-from proxy.shell.exchange import EXCHANGE
+from proxy.shell.exchange import EXCHANGE, Exchange
 from proxy.shell.headers import end_to_end
 from proxy.shell.random_ids import new_id_factory
 from proxy.shell.relay import relay
@@ -82,7 +82,7 @@ async def respond_translated(
     kind = media_type(resp)
     new_id = new_id_factory()
     if resp.status != 200 or hdrs.CONTENT_ENCODING in resp.headers or kind not in (_SSE, _JSON):
-        body, _ = await read_capped(resp, limit, idle=idle)
+        body, _ = await _read_whole(exchange, resp, limit, idle)
         if resp.status >= 400:
             status, message = resp.status, upstream_error_message(body, resp.status)
         else:
@@ -94,7 +94,7 @@ async def respond_translated(
         return _error(request, protocol, status, message)
     info = RequestInfo.from_body(chat.body)
     if kind == _JSON:
-        body, complete = await read_capped(resp, limit, idle=idle)
+        body, complete = await _read_whole(exchange, resp, limit, idle)
         fixed, repairs = normalize_completion(body, upstream.normalize, info, new_id=new_id)
         events = completion_events(fixed) if complete else None
         if events is None:
@@ -107,7 +107,7 @@ async def respond_translated(
     max_event = state.settings.limits.max_event_bytes
     normalizer = StreamNormalizer(upstream.normalize, info, new_id=new_id)
     if not chat.body.get("stream"):  # the client asked for one object; the upstream streamed
-        body, complete = await read_capped(resp, limit, idle=idle)
+        body, complete = await _read_whole(exchange, resp, limit, idle)
         whole = translate_whole(
             ChatSSEStream(normalizer, max_event_bytes=max_event),
             protocol.encoder(chat.context, new_id, False),
@@ -156,8 +156,10 @@ async def respond_native(
             resp, state.settings.limits.max_response_body_bytes, idle=state.settings.timeouts.idle
         )
         if complete:
+            exchange.meter.received(body)
             fixed, repairs = protocol.native_completion(body, payload, dialects)
             exchange.completion_rewritten(resp.status, repairs)
+            exchange.meter.sending(fixed)
             answer = web.Response(status=resp.status, reason=resp.reason, body=fixed)
             answer.headers.extend(end_to_end(resp.headers, drop=(hdrs.CONTENT_LENGTH,)))
             answer.headers["X-Request-Id"] = request[REQUEST_ID]
@@ -206,18 +208,29 @@ async def _start_stream(request: web.Request, resp: ClientResponse) -> web.Strea
     return response
 
 
+async def _read_whole(
+    exchange: Exchange, resp: ClientResponse, limit: int, idle: float
+) -> tuple[bytes, bool]:
+    """The upstream's body read whole (``read_capped``), counted for the access line."""
+    body, complete = await read_capped(resp, limit, idle=idle)
+    exchange.meter.received(body)
+    return body, complete
+
+
 def _json(request: web.Request, answer: object) -> web.Response:
-    response = web.Response(body=orjson.dumps(answer), content_type=_JSON)
-    response.headers["X-Request-Id"] = request[REQUEST_ID]
-    return response
+    return _answer(request, 200, orjson.dumps(answer))
 
 
 def _error(
     request: web.Request, protocol: ClientProtocol, status: int, message: str
 ) -> web.Response:
-    response = web.Response(
-        status=status, body=protocol.error_body(status, message), content_type=_JSON
-    )
+    return _answer(request, status, protocol.error_body(status, message))
+
+
+def _answer(request: web.Request, status: int, body: bytes) -> web.Response:
+    """A whole JSON answer of the proxy's own making, counted for the access line."""
+    request[EXCHANGE].meter.sending(body)
+    response = web.Response(status=status, body=body, content_type=_JSON)
     response.headers["X-Request-Id"] = request[REQUEST_ID]
     return response
 
