@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from proxy.core.markup.block import DONE, Handler
-from proxy.core.markup.jsonscan import JsonBlock, any_name, json_part
+from proxy.core.markup.jsonscan import JsonBlock, json_part
 
 
 class TaggedJsonList(JsonBlock):
@@ -34,11 +34,6 @@ class TaggedJsonList(JsonBlock):
             self.pos += 1
         self.state = "item"
         return True
-
-    def _item(self, final: bool) -> bool:
-        if not self.text_follows(final, "markup ended before a call object"):
-            return False
-        return self.start_call(any_name)
 
     def _next(self, final: bool) -> bool:
         self.skip_ws()
@@ -68,7 +63,7 @@ class TaggedJsonList(JsonBlock):
 
     STEPS: ClassVar[Mapping[str, Handler]] = {
         "list": _list,
-        "item": _item,
+        "item": JsonBlock.call_object,
         "call": json_part("next"),
         "next": _next,
         "close": _close,

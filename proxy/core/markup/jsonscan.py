@@ -368,6 +368,12 @@ class JsonBlock(BlockParser):
         self.state = "call"
         return True
 
+    def call_object(self, final: bool) -> bool:
+        """The handler of a list's "item" state: the next call object, of any name."""
+        if not self.text_follows(final, "markup ended before a call object"):
+            return False
+        return self.start_call(any_name)
+
 
 def json_part(then: str) -> Handler:
     """The handler of a state in which the block's part reads, going on to ``then``."""
@@ -389,11 +395,6 @@ class JsonArrayBlock(JsonBlock):
     def __init__(self, marker: str, state: str = "array") -> None:
         super().__init__(marker, state)
 
-    def _item(self, final: bool) -> bool:
-        if not self.text_follows(final, "markup ended before a call object"):
-            return False
-        return self.start_call(any_name)
-
     def _next(self, final: bool) -> bool:
         self.skip_ws()
         sep = self.literal((",", "]"), final)
@@ -404,7 +405,7 @@ class JsonArrayBlock(JsonBlock):
 
     STEPS: ClassVar[Mapping[str, Handler]] = {
         "array": expect(("[",), "item"),
-        "item": _item,
+        "item": JsonBlock.call_object,
         "call": json_part("next"),
         "next": _next,
     }
