@@ -1,0 +1,119 @@
+"""The normalizer's output (chat/sent.py) as neutral events, for a client of another protocol.
+
+The events are those :class:`~proxy.core.protocols.chat.decode.ChatDecoder` would read off
+the chat bytes the same output renders to, under its rules (one choice read, choice 0;
+``Started`` first, from the first chunk sent; calls closed at the finish; an ``error`` in a
+chunk is ``Failed``), but nothing is rendered or parsed again: a chunk of the proxy's own is
+read from its typed pieces, an upstream chunk the normalizer parsed from that parse, and only
+an upstream event sent unparsed is parsed, once, here.
+"""
+
+from __future__ import annotations
+
+from proxy.core.events import StreamEvent
+from proxy.core.protocols.chat.chunks import JSONObject, loads
+from proxy.core.protocols.chat.decode import ChatDecoder, failed, started_event, usage_event
+from proxy.core.protocols.chat.deltas import ArgsDelta, FieldsDelta, KeptDelta, OpeningDelta
+from proxy.core.protocols.chat.pieces import Piece
+from proxy.core.protocols.chat.sent import Own, Passed, Released, Sent
+from proxy.core.sse import is_done, plain_datas
+
+
+class NeutralWriter(ChatDecoder):
+    """Where a normalizer writing for the bridge sends its output: ``write`` keeps the
+    events it makes until ``take``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._events: list[StreamEvent] = []
+
+    def take(self) -> list[StreamEvent]:
+        """The events written since the last ``take``."""
+        events, self._events = self._events, []
+        return events
+
+    def write(self, sent: list[Sent]) -> None:
+        out = self._events
+        for item in sent:
+            if isinstance(item, Passed):
+                chunk = item.chunk
+                out += self.feed_event(item.event) if chunk is None else self.feed_chunk(chunk)
+            elif isinstance(item, Own):
+                self._own(item, out)
+            elif isinstance(item, Released):
+                self._released(item.piece, out)
+            else:
+                for data in plain_datas(item):
+                    self._data(data, out)
+
+    def _data(self, data: bytes, out: list[StreamEvent]) -> None:
+        if is_done(data):
+            return
+        value = loads(data)
+        if isinstance(value, dict):
+            out += self.feed_chunk(value)
+        else:
+            self.ignored += 1
+
+    def _own(self, sent: Own, out: list[StreamEvent]) -> None:
+        # as render_own builds them: chunk k holds piece k of every choice; the usage goes
+        # on the last; a chunk that holds no piece goes out for its usage alone
+        chunk, own = sent.source.chunk, sent.own
+        count = max(map(len, own))
+        if count == 0:
+            if self._envelope(chunk, out):
+                self._usage(chunk, out)
+            return
+        for k in range(count):
+            if not self._envelope(chunk, out):
+                continue
+            for pieces in own:
+                if len(pieces) > k:
+                    self._piece(pieces[k], out)
+            if k == count - 1:
+                self._usage(chunk, out)
+
+    def _released(self, piece: Piece, out: list[StreamEvent]) -> None:
+        if self._envelope(piece.source.chunk, out):
+            self._piece(piece, out)
+
+    def _envelope(self, chunk: JSONObject, out: list[StreamEvent]) -> bool:
+        """A chunk sent in ``chunk``'s envelope begins: whether its choices are read (an
+        ``error`` in the envelope makes it a failure instead)."""
+        if not self._started:
+            self._started = True
+            out.append(started_event(chunk))
+        error = chunk.get("error")
+        if error is not None:
+            out.append(failed(error))
+            return False
+        return True
+
+    def _usage(self, chunk: JSONObject, out: list[StreamEvent]) -> None:
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            out.append(usage_event(usage))
+
+    def _piece(self, piece: Piece, out: list[StreamEvent]) -> None:
+        choice = piece.choice
+        if choice.get("index", 0) != 0:
+            self.ignored += 1
+            return
+        delta = piece.delta
+        if isinstance(delta, ArgsDelta):
+            if delta.head:
+                self._delta(delta.head, out)
+            self._call(delta.index, None, None, delta.text, out)
+        elif isinstance(delta, OpeningDelta):
+            if delta.head:
+                self._delta(delta.head, out)
+            self._call(delta.index, delta.id, delta.name, delta.arguments, out)
+        elif isinstance(delta, FieldsDelta):
+            self._delta(delta.fields, out)
+        elif isinstance(delta, KeptDelta):
+            kept = choice.get("delta")
+            if isinstance(kept, dict):
+                self._delta(kept, out)
+        # the piece's finish stands for the choice's own (chat/render.py sets it over it)
+        if isinstance(piece.finish, str) and piece.finish:
+            out.extend(self._finish(piece.finish, choice.get("stop_reason")))
