@@ -65,7 +65,7 @@ from proxy.core.protocols.chat.completion import normalize_completion
 from proxy.core.protocols.chat.neutral import NeutralWriter
 from proxy.core.protocols.chat.pieces import Piece, Sink, Slot, Source, StreamContext
 from proxy.core.protocols.chat.render import render_own, render_released
-from proxy.core.protocols.chat.sent import Passed, Released, Sent, own_sent
+from proxy.core.protocols.chat.sent import Own, Passed, Released, Sent, own_sent
 from proxy.core.protocols.chat.shape_repeats import MarkupRepeat, ShapeRepeat
 from proxy.core.protocols.chat.tooldelta import read_choices
 from proxy.core.repairs import Repair
@@ -269,10 +269,13 @@ class StreamNormalizer:
                 )
                 return self._send([self._kept(event, obj)])
             if known is not None and (markup := known.take_markup_args(only, source)) is not None:
-                if self._writer is not None:  # its repeats would send chat bytes of its own
-                    return self._send(own_sent(source, choices, [markup]))
+                text = only["delta"]["content"]
+                if self._writer is not None:
+                    sent = Own(source, choices, [markup])
+                    self._markup = MarkupRepeat.of_pieces(event, data, text, sent, known)
+                    return self._send([sent])
                 out = render_own(source, choices, [markup])
-                self._markup = MarkupRepeat.of(event, data, only["delta"]["content"], out, known)
+                self._markup = MarkupRepeat.of(event, data, text, out, known)
                 return self._send(list(out))
         reads = read_choices(choices)
         if reads is None:

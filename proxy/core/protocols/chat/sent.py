@@ -14,9 +14,10 @@ so the cap gives way at the same byte on both paths. It is asked only of what wa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.protocols.chat.deltas import ArgsDelta
 from proxy.core.protocols.chat.pieces import Piece, Source
 from proxy.core.protocols.chat.render import render_own, render_released
 from proxy.core.sse import Event
@@ -45,6 +46,14 @@ class Own:
 
     def __len__(self) -> int:
         return sum(map(len, render_own(self.source, self.choices, self.own)))
+
+    def with_args(self, text: str) -> Own:
+        """The same chunk with ``text`` for the arguments of its one piece (an argument
+        delta of a call in markup: chat/shape_repeats.py ``MarkupRepeat``)."""
+        [[piece]] = self.own
+        assert isinstance(piece.delta, ArgsDelta)
+        delta = replace(piece.delta, text=text)
+        return Own(self.source, self.choices, [[replace(piece, delta=delta)]])
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,11 +10,13 @@ the new text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from proxy.core.protocols.chat.choice import ChoiceNormalizer
 from proxy.core.protocols.chat.chunkshape import ChunkShape
 from proxy.core.protocols.chat.pieces import Call
+from proxy.core.protocols.chat.sent import Own, Sent
 from proxy.core.sse import Event, plain_data, plain_datas
 
 
@@ -82,7 +84,9 @@ class MarkupRepeat:
     (``ShapeRepeat`` does the same for chunks that go out as they came)."""
 
     shape: ChunkShape
-    sent: ChunkShape  # of the encoded event, "data: " and the blank line included
+    #: the chunk sent for a text: the encoded event's shape around it ("data: " and the blank
+    #: line included), or for the bridge the same pieces with the text (chat/sent.py)
+    sent: Callable[[str], Sent]
     choice: ChoiceNormalizer
     call: Call  # the sent chunk carries its index
 
@@ -95,12 +99,24 @@ class MarkupRepeat:
             return None
         shape = ChunkShape.around(data, b"content", text)
         sent = ChunkShape.around(out[0], b"arguments", text)
-        return None if shape is None or sent is None else cls(shape, sent, choice, call)
+        return None if shape is None or sent is None else cls(shape, sent.with_text, choice, call)
 
-    def take(self, data: bytes) -> bytes | None:
+    @classmethod
+    def of_pieces(
+        cls, event: Event, data: bytes, text: str, sent: Own, choice: ChoiceNormalizer
+    ) -> MarkupRepeat | None:
+        """``of`` for a normalizer that sends pieces (the bridge's): a chunk of the same
+        shape sends the same pieces around its text."""
+        call = choice.markup_call
+        if event.event is not None or call is None:
+            return None
+        shape = ChunkShape.around(data, b"content", text)
+        return None if shape is None else cls(shape, sent.with_args, choice, call)
+
+    def take(self, data: bytes) -> Sent | None:
         """The event to send for ``data`` when it repeats the shape with a text the hot path
         takes for the same call (which then does its bookkeeping); else None."""
         text = self.shape.text(data)
         if text is None or not self.choice.keep_markup_args(self.call, text):
             return None
-        return self.sent.with_text(text)
+        return self.sent(text)
