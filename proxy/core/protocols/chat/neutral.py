@@ -10,12 +10,12 @@ an upstream event sent unparsed is parsed, once, here.
 
 from __future__ import annotations
 
-from proxy.core.events import StreamEvent
+from proxy.core.events import StreamEvent, TextDelta
 from proxy.core.protocols.chat.chunks import JSONObject, loads
 from proxy.core.protocols.chat.decode import ChatDecoder, failed, started_event, usage_event
 from proxy.core.protocols.chat.deltas import ArgsDelta, FieldsDelta, KeptDelta, OpeningDelta
 from proxy.core.protocols.chat.pieces import Piece
-from proxy.core.protocols.chat.sent import Own, Passed, Released, Sent
+from proxy.core.protocols.chat.sent import Own, Passed, Released, Said, Sent
 from proxy.core.sse import is_done, plain_datas
 
 
@@ -35,7 +35,16 @@ class NeutralWriter(ChatDecoder):
     def write(self, sent: list[Sent]) -> None:
         out = self._events
         for item in sent:
-            if isinstance(item, Passed):
+            if isinstance(item, Said):  # the most frequent: a text or fragment repeated
+                if not self._started:
+                    self._started = True
+                    out.append(started_event(item.chunk))
+                if item.key is None:
+                    if item.text:
+                        out.append(TextDelta(item.text))
+                else:
+                    self._call(item.key, None, None, item.text, out)
+            elif isinstance(item, Passed):
                 chunk = item.chunk
                 out += self.feed_event(item.event) if chunk is None else self.feed_chunk(chunk)
             elif isinstance(item, Own):

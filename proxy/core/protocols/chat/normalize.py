@@ -44,7 +44,6 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import replace
-from operator import attrgetter
 from typing import Final, cast
 
 from proxy.core.ids import IdPool
@@ -62,10 +61,10 @@ from proxy.core.protocols.chat.chunks import (
     writable,
 )
 from proxy.core.protocols.chat.completion import normalize_completion
-from proxy.core.protocols.chat.neutral import NeutralWriter
+from proxy.core.protocols.chat.output import Output
 from proxy.core.protocols.chat.pieces import Piece, Sink, Slot, Source, StreamContext
-from proxy.core.protocols.chat.render import render_own, render_released
-from proxy.core.protocols.chat.sent import Own, Passed, Released, Sent, own_sent
+from proxy.core.protocols.chat.render import render_own
+from proxy.core.protocols.chat.sent import Own, Sent
 from proxy.core.protocols.chat.shape_repeats import MarkupRepeat, ShapeRepeat
 from proxy.core.protocols.chat.tooldelta import read_choices
 from proxy.core.repairs import Repair
@@ -79,10 +78,9 @@ __all__ = [
 ]
 
 _REASONING_KEYS: Final = ("reasoning_content", "reasoning")
-_AS_CAME: Final[Callable[[Event], Sent]] = attrgetter("raw")  # C: paid on every event
 
 
-class StreamNormalizer:
+class StreamNormalizer(Output):
     """One streamed response. ``repairs`` counts what was changed, by kind (proxy.core.repairs);
     ``dropped_arguments`` lists argument text removed on purpose (a re-sent copy, Q17, or a
     ``{}`` placeholder), so no byte leaves without a trace."""
@@ -90,6 +88,7 @@ class StreamNormalizer:
     def __init__(
         self, options: NormalizeOptions, request: RequestInfo, *, new_id: Callable[[], str]
     ) -> None:
+        super().__init__()  # chat bytes out, unless write_events says otherwise (chat/output.py)
         self.options = options
         extract: tuple[str, ...] = ()
         in_reasoning = reasoning_names(options.dialects, options.extract_from_reasoning)
@@ -126,16 +125,6 @@ class StreamNormalizer:
         # the byte checks that send a chunk as it came are off.
         self._roles_due = bool(request.tools)
         self._roles_seen: set[int] = set()  # the choices whose first delta was looked at
-        # what the output is: chat bytes, or (write_events) values for neutral events
-        self._writer: NeutralWriter | None = None
-        self._as_came = _AS_CAME
-
-    def write_events(self, writer: NeutralWriter) -> None:
-        """Send the output to ``writer`` as neutral events (chat/neutral.py) instead of
-        returning chat bytes: ``feed``, ``feed_read`` and ``close`` then return no bytes.
-        For a client of another protocol (proxy/core/bridge.py); before the first ``feed``."""
-        self._writer = writer
-        self._as_came = Passed
 
     @property
     def gave_up(self) -> bool:
@@ -173,9 +162,10 @@ class StreamNormalizer:
             and (sent := self._markup.take(plain_data(data))) is not None
         ):
             out = [sent]
-        elif (self._repeat is not None and self._repeat.take_read(data, events)) or (
-            self._interesting.search(data) is None and envelopes_sure(data, events)
-        ):
+        elif self._repeat is not None and (texts := self._repeat.take_read(data, events)):
+            key = self._repeat.key
+            out = [data] if self._writer is None else [self._said(key, t) for t in texts]
+        elif self._interesting.search(data) is None and envelopes_sure(data, events):
             out = [data]
         else:
             return None
@@ -207,8 +197,10 @@ class StreamNormalizer:
         if item.event is None:  # the chunk shapes of the hot paths are those of plain events
             if self._markup is not None and (sent := self._markup.take(data)) is not None:
                 return self._send([sent])
-            if self._repeat is not None and self._repeat.take(data):
-                return self._send([self._as_came(item)])
+            if self._repeat is not None and (text := self._repeat.take(data)) is not None:
+                if self._writer is None:
+                    return self._send([item.raw])
+                return self._send([self._said(self._repeat.key, text, len(item.raw))])
         if (
             not self._roles_due
             and self._interesting.search(data) is None
@@ -257,15 +249,18 @@ class StreamNormalizer:
             index = only.get("index", 0)
             known = self._choices.get(index) if type(index) is int else None
             if known is not None and known.take_plain_text(only, source):
-                self._repeat = ShapeRepeat.of(
-                    event, data, known, b"content", only["delta"]["content"]
+                text = only["delta"]["content"]
+                repeats = self._repeats(obj, only)
+                self._repeat = (
+                    ShapeRepeat.of(event, data, known, b"content", text) if repeats else None
                 )
                 return self._send([self._kept(event, obj)])
             if known is not None and known.take_canonical_fragment(only, source):
                 [entry] = only["delta"]["tool_calls"]
-                text = entry["function"]["arguments"]
-                self._repeat = ShapeRepeat.of(
-                    event, data, known, b"arguments", text, entry["index"]
+                text, key = entry["function"]["arguments"], entry["index"]
+                repeats = self._repeats(obj, only)
+                self._repeat = (
+                    ShapeRepeat.of(event, data, known, b"arguments", text, key) if repeats else None
                 )
                 return self._send([self._kept(event, obj)])
             if known is not None and (markup := known.take_markup_args(only, source)) is not None:
@@ -287,20 +282,6 @@ class StreamNormalizer:
             own.append(self._choice(choice, position, source).process(choice, tool, sink))
             slots += sink.new_slots()
         return self._send(self._own(source, choices, own), slots)
-
-    def _kept(self, event: Event, chunk: JSONObject | None) -> Sent:
-        """An upstream event sent as it came; ``chunk``: its data, as parsed here."""
-        return event.raw if self._writer is None else Passed(event, chunk)
-
-    def _own(self, source: Source, choices: list[JSONObject], own: list[list[Piece]]) -> list[Sent]:
-        if self._writer is not None:
-            return own_sent(source, choices, own)
-        out: list[Sent] = []
-        out += render_own(source, choices, own)
-        return out
-
-    def _released(self, piece: Piece) -> Sent:
-        return render_released(piece) if self._writer is None else Released(piece)
 
     def _repair_envelope(self, chunk: JSONObject, choices: list[object]) -> bool:
         """Name the chunk a ``chat.completion.chunk`` (openai-python's stream helper drops any

@@ -66,8 +66,24 @@ class Released:
         return len(render_released(self.piece))
 
 
+@dataclass(frozen=True, slots=True)
+class Said:
+    """An upstream chunk that repeats the bytes of ``chunk`` (which went out as it came, and
+    says nothing but one text) around another ``text``: ``chunk``'s events with that text
+    (chat/shape_repeats.py). ``key``: the call's index in the chunk, for argument text;
+    None for content."""
+
+    chunk: JSONObject
+    key: int | None
+    text: str
+    size: int  #: the event's bytes where it may wait in the queue (0 in a read judged whole)
+
+    def __len__(self) -> int:
+        return self.size
+
+
 #: bytes: whole one-line data events as they came (a read judged whole, ``[DONE]``)
-Sent = bytes | Passed | Own | Released
+Sent = bytes | Said | Passed | Own | Released
 
 
 def own_sent(source: Source, choices: list[JSONObject], own: list[list[Piece]]) -> list[Sent]:

@@ -43,37 +43,39 @@ class ShapeRepeat:
         shape = ChunkShape.around(data, field, text) if event.event is None else None
         return None if shape is None else cls(shape, choice, key)
 
-    def take(self, data: bytes) -> bool:
-        """Whether ``data`` repeats the shape with a text that takes the hot path (which then
-        does its bookkeeping)."""
+    def take(self, data: bytes) -> str | None:
+        """The text of ``data`` when it repeats the shape with a text that takes the hot path
+        (which then does its bookkeeping); else None."""
         text = self.shape.text(data)
         if text is None:
-            return False
+            return None
         if self.key is None:
-            return self.choice.text_passes(text)
-        return self.choice.fragment_passes(self.key, text)
+            return text if self.choice.text_passes(text) else None
+        return text if self.choice.fragment_passes(self.key, text) else None
 
-    def take_read(self, read: bytes, events: int) -> bool:
-        """``take`` for every event of a read of whole one-line data events, all or none."""
+    def take_read(self, read: bytes, events: int) -> list[str] | None:
+        """``take`` for every event of a read of whole one-line data events, all or none:
+        their texts."""
         if events == 1:
-            return self.take(plain_data(read))
+            text = self.take(plain_data(read))
+            return None if text is None else [text]
         texts: list[str] = []
         for data in plain_datas(read):
             text = self.shape.text(data)
             if text is None:
-                return False
+                return None
             texts.append(text)
         if self.key is None:
-            return all(map(self.choice.text_passes, texts))
+            return texts if all(map(self.choice.text_passes, texts)) else None
         kept: list[tuple[Call, str]] = []
         for text in texts:
             call = self.choice.fragment_call(self.key, text)
             if call is None:
-                return False
+                return None
             kept.append((call, text))
         for call, text in kept:
             self.choice.keep_fragment(call, text)
-        return True
+        return texts
 
 
 @dataclass(frozen=True, slots=True)
