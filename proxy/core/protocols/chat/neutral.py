@@ -5,13 +5,17 @@ the chat bytes the same output renders to, under its rules (one choice read, cho
 ``Started`` first, from the first chunk sent; calls closed at the finish; an ``error`` in a
 chunk is ``Failed``), but nothing is rendered or parsed again: a chunk of the proxy's own is
 read from its typed pieces, an upstream chunk the normalizer parsed from that parse, and only
-an upstream event sent unparsed is parsed, once, here.
+an upstream event sent unparsed is parsed, once, here. Even that not when its bytes repeat
+those of the latest such chunk, a chunk of nothing but content text, around another string
+(chat/chunkshape.py): it is that chunk with another text (a stream that offered no tools
+goes through the normalizer unparsed, and every chunk of it is such a repeat).
 """
 
 from __future__ import annotations
 
 from proxy.core.events import StreamEvent, TextDelta
 from proxy.core.protocols.chat.chunks import JSONObject, loads
+from proxy.core.protocols.chat.chunkshape import ChunkShape
 from proxy.core.protocols.chat.decode import ChatDecoder, failed, started_event, usage_event
 from proxy.core.protocols.chat.deltas import ArgsDelta, FieldsDelta, KeptDelta, OpeningDelta
 from proxy.core.protocols.chat.pieces import Piece
@@ -26,6 +30,7 @@ class NeutralWriter(ChatDecoder):
     def __init__(self) -> None:
         super().__init__()
         self._events: list[StreamEvent] = []
+        self._text: ChunkShape | None = None  # the latest chunk parsed here, if of text alone
 
     def take(self) -> list[StreamEvent]:
         """The events written since the last ``take``."""
@@ -45,8 +50,10 @@ class NeutralWriter(ChatDecoder):
                 else:
                     self._call(item.key, None, None, item.text, out)
             elif isinstance(item, Passed):
-                chunk = item.chunk
-                out += self.feed_event(item.event) if chunk is None else self.feed_chunk(chunk)
+                if item.chunk is not None:
+                    out += self.feed_chunk(item.chunk)
+                elif item.event.data is not None:
+                    self._data(item.event.data, out)
             elif isinstance(item, Own):
                 self._own(item, out)
             elif isinstance(item, Released):
@@ -56,11 +63,16 @@ class NeutralWriter(ChatDecoder):
                     self._data(data, out)
 
     def _data(self, data: bytes, out: list[StreamEvent]) -> None:
+        if self._text is not None and (text := self._text.text(data)) is not None:
+            if text:
+                out.append(TextDelta(text))
+            return
         if is_done(data):
             return
         value = loads(data)
         if isinstance(value, dict):
             out += self.feed_chunk(value)
+            self._text = _text_shape(data, value)
         else:
             self.ignored += 1
 
@@ -126,3 +138,21 @@ class NeutralWriter(ChatDecoder):
         # the piece's finish stands for the choice's own (chat/render.py sets it over it)
         if isinstance(piece.finish, str) and piece.finish:
             out.extend(self._finish(piece.finish, choice.get("stop_reason")))
+
+
+def _text_shape(data: bytes, chunk: JSONObject) -> ChunkShape | None:
+    """The shape of ``chunk`` around its text when its one event beside ``Started`` is that
+    text: no error, no usage, one choice (choice 0) of a delta of nothing but ``content``,
+    no finish."""
+    if chunk.get("error") is not None or isinstance(chunk.get("usage"), dict):
+        return None
+    choices = chunk.get("choices")
+    if type(choices) is not list or len(choices) != 1:
+        return None
+    [choice] = choices
+    if type(choice) is not dict or choice.get("index", 0) != 0 or choice.get("finish_reason"):
+        return None
+    delta = choice.get("delta")
+    if type(delta) is not dict or len(delta) != 1 or type(text := delta.get("content")) is not str:
+        return None
+    return ChunkShape.around(data, b"content", text)
