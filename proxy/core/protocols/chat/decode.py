@@ -59,12 +59,7 @@ class ChatDecoder:
 
     def feed_chunk(self, chunk: JSONObject) -> list[StreamEvent]:
         out: list[StreamEvent] = []
-        if not self._started:
-            self._started = True
-            out.append(started_event(chunk))
-        error = chunk.get("error")
-        if error is not None:
-            out.append(failed(error))
+        if not self._envelope(chunk, out):
             return out
         choices = chunk.get("choices")
         for choice in choices if isinstance(choices, list) else ():
@@ -72,10 +67,25 @@ class ChatDecoder:
                 self.ignored += 1
                 continue
             self._choice(choice, out)
+        self._usage(chunk, out)
+        return out
+
+    def _envelope(self, chunk: JSONObject, out: list[StreamEvent]) -> bool:
+        """A chunk begins: ``Started`` if it is the first; whether its choices and usage are
+        read (an ``error`` in it makes it a failure instead)."""
+        if not self._started:
+            self._started = True
+            out.append(started_event(chunk))
+        error = chunk.get("error")
+        if error is not None:
+            out.append(failed(error))
+            return False
+        return True
+
+    def _usage(self, chunk: JSONObject, out: list[StreamEvent]) -> None:
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             out.append(usage_event(usage))
-        return out
 
     def _choice(self, choice: JSONObject, out: list[StreamEvent]) -> None:
         delta = choice.get("delta")

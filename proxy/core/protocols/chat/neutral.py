@@ -16,7 +16,7 @@ from __future__ import annotations
 from proxy.core.events import StreamEvent, TextDelta
 from proxy.core.protocols.chat.chunks import JSONObject, loads
 from proxy.core.protocols.chat.chunkshape import ChunkShape
-from proxy.core.protocols.chat.decode import ChatDecoder, failed, started_event, usage_event
+from proxy.core.protocols.chat.decode import ChatDecoder, started_event
 from proxy.core.protocols.chat.deltas import ArgsDelta, FieldsDelta, KeptDelta, OpeningDelta
 from proxy.core.protocols.chat.pieces import Piece
 from proxy.core.protocols.chat.sent import Own, Passed, Released, Said, Sent
@@ -97,23 +97,6 @@ class NeutralWriter(ChatDecoder):
     def _released(self, piece: Piece, out: list[StreamEvent]) -> None:
         if self._envelope(piece.source.chunk, out):
             self._piece(piece, out)
-
-    def _envelope(self, chunk: JSONObject, out: list[StreamEvent]) -> bool:
-        """A chunk sent in ``chunk``'s envelope begins: whether its choices are read (an
-        ``error`` in the envelope makes it a failure instead)."""
-        if not self._started:
-            self._started = True
-            out.append(started_event(chunk))
-        error = chunk.get("error")
-        if error is not None:
-            out.append(failed(error))
-            return False
-        return True
-
-    def _usage(self, chunk: JSONObject, out: list[StreamEvent]) -> None:
-        usage = chunk.get("usage")
-        if isinstance(usage, dict):
-            out.append(usage_event(usage))
 
     def _piece(self, piece: Piece, out: list[StreamEvent]) -> None:
         choice = piece.choice
