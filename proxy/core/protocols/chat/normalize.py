@@ -3,6 +3,7 @@
 The aiohttp shell feeds every item of proxy.core.sse's decoder to :meth:`StreamNormalizer.feed`
 and writes what comes back, in order; at the end it calls :meth:`StreamNormalizer.close`.
 Nothing here does I/O, keeps a clock or draws random numbers (ids come from ``new_id``).
+For a client of another protocol the output is neutral events instead (chat/output.py).
 
 Rules kept at this level (the per-choice work is in chat/choice.py, the client's chunks are
 built in chat/render.py, and the chunk shapes of the hot paths are kept in
@@ -136,10 +137,8 @@ class StreamNormalizer(Output):
         out = self._feed(item)
         if self._over_cap():
             out += self._give_up()
-        if self._writer is not None:
-            self._writer.write(out)
-            return []
-        return out  # type: ignore[return-value]  # chat: all it sends is bytes (no cast call)
+        # chat: all it sends is bytes (said so with no cast call, on every event)
+        return out if self._writer is None else self._write(out)  # type: ignore[return-value]
 
     def feed_read(self, data: bytes, events: int) -> list[bytes] | None:
         """The bytes to write for a read of ``events`` whole one-line data events (``data``,
@@ -172,10 +171,7 @@ class StreamNormalizer(Output):
         self._data_seen = True
         if self._over_cap():
             out += self._give_up()
-        if self._writer is not None:
-            self._writer.write(out)
-            return []
-        return out  # type: ignore[return-value]
+        return out if self._writer is None else self._write(out)  # type: ignore[return-value]
 
     def _over_cap(self) -> bool:
         """What is held outgrew max_held_bytes (while rewriting)."""
@@ -221,10 +217,7 @@ class StreamNormalizer(Output):
         if complete and not self._done and self._data_seen and ended_well:
             self.repairs[Repair.MISSING_DONE] += 1
             out.append(DONE)
-        if self._writer is not None:
-            self._writer.write(out)
-            return []
-        return out  # type: ignore[return-value]
+        return out if self._writer is None else self._write(out)  # type: ignore[return-value]
 
     # -- events ------------------------------------------------------------------------------
 

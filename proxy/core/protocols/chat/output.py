@@ -34,6 +34,12 @@ class Output:
         self._writer = writer
         self._as_came = Passed
 
+    def _write(self, out: list[Sent]) -> list[bytes]:
+        """What a public method returns once its output went to the writer: no bytes."""
+        assert self._writer is not None
+        self._writer.write(out)
+        return []
+
     def _kept(self, event: Event, chunk: JSONObject | None) -> Sent:
         """An upstream event sent as it came; ``chunk``: its data, as parsed here."""
         return event.raw if self._writer is None else Passed(event, chunk)
