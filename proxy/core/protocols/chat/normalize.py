@@ -162,8 +162,7 @@ class StreamNormalizer(Output):
         ):
             out = [sent]
         elif self._repeat is not None and (texts := self._repeat.take_read(data, events)):
-            key = self._repeat.key
-            out = [data] if self._writer is None else [self._said(key, t) for t in texts]
+            out = [data] if self._writer is None else self._said_all(self._repeat.key, texts)
         elif self._interesting.search(data) is None and envelopes_sure(data, events):
             out = [data]
         else:

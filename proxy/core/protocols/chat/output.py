@@ -69,5 +69,10 @@ class Output:
         self._template = chunk
         return True
 
-    def _said(self, key: int | None, text: str, size: int = 0) -> Said:
+    def _said(self, key: int | None, text: str, size: int) -> Said:
         return Said(self._template, key, text, size)
+
+    def _said_all(self, key: int | None, texts: list[str]) -> list[Sent]:
+        # a read judged whole goes out at once, never into the queue: no size is asked
+        template = self._template
+        return [Said(template, key, text, 0) for text in texts]
