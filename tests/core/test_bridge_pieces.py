@@ -7,10 +7,13 @@ chat chunk is rendered for it."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bench.shapes import LENGTH_SHAPES, NO_TOOLS, SHAPES, TOOLS, model_name, templates
 from proxy.core.bridge import GAVE_UP, ChatBridge
@@ -22,6 +25,7 @@ from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.sse import Event, SSEDecoder
 from tests.core.test_bridge import Recorder
 from tests.normalize_helpers import bytewise, counting_ids, cut, eventwise, random_cuts
+from tests.stream_strategies import Drawn, streams
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 CASES: list[dict[str, Any]] = json.loads((GOLDEN / "cases.json").read_text(encoding="utf-8"))
@@ -29,9 +33,13 @@ REQUESTS: dict[str, Any] = json.loads((GOLDEN / "requests.json").read_text(encod
 
 
 def _normalizer(case: dict[str, Any], held: int | None) -> StreamNormalizer:
-    options = NormalizeOptions(dialects=tuple(case.get("dialects", ())))
+    options = NormalizeOptions(
+        dialects=tuple(case.get("dialects", ())),
+        coalesce=case.get("coalesce", False),
+        dedupe_calls=case.get("dedupe", False),
+    )
     if held is not None:
-        options = NormalizeOptions(dialects=options.dialects, max_held_bytes=held)
+        options = replace(options, max_held_bytes=held)
     return StreamNormalizer(
         options, RequestInfo.from_body(REQUESTS[case["request"]]), new_id=counting_ids()
     )
@@ -152,3 +160,18 @@ def test_markup_arguments_in_a_repeated_shape_render_no_chat_chunk(monkeypatch):
     case, body = _bench_stream("hermes")
     events = bridged(case, eventwise(body))
     assert sum(isinstance(e, ArgumentsDelta) for e in events) > 50
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    streams(),
+    st.sampled_from(["weather", "bench-no-tools"]),
+    st.booleans(),
+    st.lists(st.integers(0, 1 << 16), max_size=12),
+)
+def test_quirky_streams_give_the_chat_decoders_events_however_cut(
+    drawn: Drawn, request, s2, points
+):
+    case = {"request": request, "complete": True, "coalesce": s2, "dedupe": s2}
+    reads = cut(drawn.body, sorted(points))
+    assert bridged(case, reads) == decoded(case, reads)
