@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from proxy.core.calls.state import CallState
+from proxy.core.calls.state import SUSPECT
 from proxy.core.protocols.chat.chunks import loads
 from proxy.core.protocols.responses import native_text
 from proxy.core.protocols.responses.native_flow import ItemFlow
@@ -114,7 +114,7 @@ class NativeStream(ItemFlow):
         for item in self._decoder.close():
             self._take(item)
         held = self._blocking
-        if held is not None and (complete or held.state is CallState.SUSPECT):
+        if held is not None and (complete or held.state is SUSPECT):
             self.call_ended(held, None)  # a suspect cut short goes out as it came
         elif held is not None:
             self.call_cut(held)

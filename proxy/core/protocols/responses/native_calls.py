@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from proxy.core.calls.state import CallInput
 from proxy.core.protocols.chat.chunks import INVALID, loads
+from proxy.core.protocols.responses.native_driver import END
 from proxy.core.protocols.responses.native_items import Ev, JSONObject, Out
 from proxy.core.repairs import Repair
 
@@ -57,7 +57,7 @@ def call_done(s: ItemFlow, ev: Ev, item: JSONObject, out: Out) -> None:
     arguments = item.get("arguments")
     if out.call is not None:
         s.args_in_done(out.call, arguments)
-        s.call_input(out.call, CallInput.END)
+        s.call_input(out.call, END)
     if not isinstance(arguments, str):
         item["arguments"] = out.arguments
         ev.changed()
@@ -73,7 +73,7 @@ def call_done(s: ItemFlow, ev: Ev, item: JSONObject, out: Out) -> None:
 def ended_early(s: ItemFlow, out: Out) -> JSONObject:
     """The item of a call the upstream never ended, as the proxy ends it."""
     if out.call is not None:
-        s.call_input(out.call, CallInput.END)
+        s.call_input(out.call, END)
     if not out.args_done:
         _insert_arguments_done(s, out, out.arguments)
     status = "completed" if loads(out.arguments) is not INVALID else "incomplete"

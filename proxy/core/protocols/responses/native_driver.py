@@ -37,15 +37,36 @@ from proxy.core.calls.driver import CallDriver
 from proxy.core.calls.jsontext import INVALID
 from proxy.core.calls.record import CallRecord
 from proxy.core.calls.repeats import Repeats, json_equal
-from proxy.core.calls.state import ARGS_END, HELD, CallInput, CallState
+from proxy.core.calls.state import (
+    ARGS_END,
+    DROPPED,
+    HELD,
+    NAMELESS,
+    OPEN,
+    S1,
+    SUSPECT,
+    Action,
+    CallInput,
+    transition,
+)
 from proxy.core.errors import NormalizerError
 from proxy.core.ids import IdPool
 from proxy.core.protocols.responses.items import FunctionCallItem
 from proxy.core.protocols.responses.native_items import Ev, JSONObject, NativeCall, Out, Up
 from proxy.core.repairs import Repair
 
-OPEN, DROPPED = CallState.OPEN, CallState.DROPPED
-_DELTA: Final = "response.function_call_arguments.delta"
+# module names (the states' are calls/state.py's), not ``CallInput.END``: an Enum's class
+# attribute costs ~90 ns a lookup (Python 3.11), and these are asked on every event of a call
+ARGS, COMPLETE, END = CallInput.ARGS, CallInput.COMPLETE, CallInput.END
+DELTA: Final = "response.function_call_arguments.delta"
+#: The inputs that do nothing to an open call, by the table's answers (asked once here, not
+#: per call): COMPLETE is NOTHING, END is CLOSE_ARGS, which only makes up "{}" for a complete
+#: stream, never asked for here (``call_input``).
+_QUIET_WHEN_OPEN: Final = tuple(
+    event
+    for event in (COMPLETE, END)
+    if transition(S1, OPEN, event) in ((OPEN, Action.NOTHING), (OPEN, Action.CLOSE_ARGS))
+)
 
 
 class PreviousCall(Repeats):
@@ -81,14 +102,6 @@ def repeats_before(calls: Sequence[CallRecord], call: CallRecord) -> bool:
         return False
     value = _value(call)
     return value is not INVALID and json_equal(value, _value(before))
-
-
-def _compared(state: CallState, event: CallInput) -> bool:
-    """A suspect is compared when its arguments end (and dropped if equal); an open call is
-    compared when it ends, to be counted."""
-    if state is CallState.SUSPECT:
-        return event in ARGS_END
-    return state is OPEN and event is CallInput.END
 
 
 def _value(call: CallRecord) -> object:
@@ -157,29 +170,24 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
         text = text if isinstance(text, str) else ""
         if call.name is None or call.upstream_id is None:
             self.repair(Repair.NAME_MISSING if call.name is None else Repair.CALL_ID_MISSING)
-            self.call_input(call, CallInput.ARGS, text)
+            self.call_input(call, ARGS, text)
         else:
             self.call_input(call, self._opening_input(call, text), text)
 
-    def call_event(self, call: NativeCall, ev: Ev) -> None:
-        """An item event of a call (its added aside): text, or its arguments' end."""
-        kind = ev.type
-        if kind == _DELTA:
-            text = str(ev.get("delta") or "")
-            if call.streams:  # the table's answer kept on the call: the hot path
-                self._keep(call, text)
-                self.emit(ev)
-            else:
-                self.call_input(call, CallInput.ARGS, text, ev)
+    def call_event(self, call: NativeCall, ev: Ev, kind: str) -> None:
+        """An item event of a call (its added aside): text, or its arguments' end. (A delta
+        of a call whose state streams its arguments takes the hot path, native_flow.py.)"""
+        if kind == DELTA:
+            self.call_input(call, ARGS, str(ev.get("delta") or ""), ev)
         elif kind == "response.function_call_arguments.done":
             self.args_in_done(call, ev.get("arguments"))
             if call.state is OPEN:
-                self.call_input(call, CallInput.COMPLETE)
+                self.call_input(call, COMPLETE)
                 assert call.out is not None
                 call.out.args_done = True
                 self.emit(ev)
             else:
-                self.call_input(call, CallInput.COMPLETE, "", ev)  # behind what it held
+                self.call_input(call, COMPLETE, "", ev)  # behind what it held
         elif call.state is OPEN:
             self.emit(ev)
         elif call.state is not DROPPED:
@@ -192,19 +200,19 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
         self.repair(Repair.ARGS_ONLY_IN_DONE)
         out = call.out
         delta = {
-            "type": _DELTA,
+            "type": DELTA,
             "item_id": out.id if out is not None else "",
             "output_index": out.index if out is not None else 0,
             "delta": arguments,
         }
-        self.call_input(call, CallInput.ARGS, arguments, Ev(delta, None))
+        self.call_input(call, ARGS, arguments, Ev(delta, None))
 
     def call_ended(self, call: NativeCall, done: object) -> None:
         """A held call's ``output_item.done`` (None: the end came first): arguments only
         there, then the name and call_id it brings to a nameless call, and the end."""
         if isinstance(done, dict):
             self.args_in_done(call, done.get("arguments"))
-        if call.state is CallState.NAMELESS:
+        if call.state is NAMELESS:
             later = done if isinstance(done, dict) else {}
             name, call_id = later.get("name"), later.get("call_id")
             if call.name is None and isinstance(name, str) and name:
@@ -215,7 +223,7 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
                 self.call_input(call, self._opening_input(call, ""))
                 if call.state is OPEN:
                     return
-        self.call_input(call, CallInput.END)
+        self.call_input(call, END)
 
     def call_cut(self, call: NativeCall) -> None:
         """The stream was cut while ``call`` waited for its name: what it held goes out as it
@@ -246,14 +254,20 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
         self.call_input(call, self._opening_input(call, ""))
 
     def markup_args(self, text: str) -> None:
-        if self._markup is not None and text:
-            self.call_input(self._markup, CallInput.ARGS, text)
+        call = self._markup
+        if call is None or not text:
+            return
+        if call.streams:  # the table's answer kept on the call: the hot path
+            self._keep(call, text)
+            self._put_args(call, text, None, None)
+        else:
+            self.call_input(call, ARGS, text)
 
     def markup_close(self) -> None:
         call, self._markup = self._markup, None
         if call is None:
             return
-        self.call_input(call, CallInput.END)
+        self.call_input(call, END)
         if call.state is OPEN:
             assert call.out is not None
             assert call.out.synthetic is not None
@@ -274,11 +288,15 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
     ) -> None:
         """One input through the table. An event of a call not shown yet waits on the call, to
         go out behind its opening; a dropped call's go nowhere."""
-        held = call.state in HELD
-        if _compared(call.state, event) and repeats_before(self._calls, call):
+        state = call.state
+        if state is OPEN and event in _QUIET_WHEN_OPEN:
+            if event is END and repeats_before(self._calls, call):
+                self.repair(Repair.CALL_DUPLICATED)  # counted; only a suspect is dropped
+            return
+        held = state in HELD
+        if state is SUSPECT and event in ARGS_END and repeats_before(self._calls, call):
             self.repair(Repair.CALL_DUPLICATED)
-            if call.state is CallState.SUSPECT:
-                event = CallInput.DUPLICATE  # dropped (dedupe_calls): counted either way
+            event = CallInput.DUPLICATE  # dropped (dedupe_calls)
         if ev is not None and call.state is not OPEN:
             if call.state is not DROPPED:
                 call.queue.append(ev)
@@ -354,7 +372,7 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
             self.emit(extras)
         elif text:
             self.insert(
-                {"type": _DELTA, "item_id": item.id, "output_index": item.index, "delta": text}
+                {"type": DELTA, "item_id": item.id, "output_index": item.index, "delta": text}
             )
 
     def _hold_opening(self, call: NativeCall, args: str) -> None:

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Final
 
-from proxy.core.calls.state import CallState
+from proxy.core.calls.state import DROPPED, OPEN
 from proxy.core.markup import build_extractor
 from proxy.core.markup.fail_open import fail_open
 from proxy.core.protocols.responses import native_calls, native_text
-from proxy.core.protocols.responses.native_driver import NativeCalls
+from proxy.core.protocols.responses.native_driver import DELTA, NativeCalls
 from proxy.core.protocols.responses.native_items import Ev, Out, Up, message_part
 from proxy.core.protocols.responses.native_request import NativeRequest
 from proxy.core.repairs import Repair
@@ -136,8 +136,8 @@ class ItemFlow(NativeCalls):
                 self.emit(ev)
                 return
         call = up.call
-        if call is not None and call.state is not CallState.OPEN:
-            self.call_event(call, ev)  # held behind its opening, or dropped
+        if call is not None and call.state is not OPEN:
+            self.call_event(call, ev, ev.type)  # held behind its opening, or dropped
             return
         if self._blocking is not None:
             self._held.append(ev)
@@ -159,7 +159,11 @@ class ItemFlow(NativeCalls):
         self.fix_item_fields(ev, out)
         kind = ev.type
         if call is not None:
-            self.call_event(call, ev)
+            if kind == DELTA and call.streams:  # the table's answer kept on the call
+                self._keep(call, str(ev.payload.get("delta") or ""))
+                self.emit(ev)
+            else:
+                self.call_event(call, ev, kind)
             return
         if kind.startswith(("response.content_part.", "response.output_text.")):
             native_text.part_fields(self, ev, out)
@@ -210,9 +214,9 @@ class ItemFlow(NativeCalls):
         if self._blocking is not None and call is not self._blocking:
             self._held.append(ev)
             return
-        if call is not None and call.state is not CallState.OPEN:
+        if call is not None and call.state is not OPEN:
             self.call_ended(call, ev.get("item"))
-            if call.state is CallState.DROPPED:
+            if call.state is DROPPED:
                 up.done = True
                 return
         if up.extractor is not None or up.rewritten or (up.target is None and up.deferred):
