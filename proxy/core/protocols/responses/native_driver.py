@@ -19,24 +19,19 @@ comes after a held upstream call waits behind it (``_blocking``, the stream's ho
 a markup call holds only its own text.
 
 Repeats (issue 16): a call named like the call right before it, that one not dropped, is a
-suspect under ``dedupe_calls`` (:class:`PreviousCall`). Whether its arguments equal that
-call's is this side's question (``DUPLICATE`` is an input like the others): empty arguments
-are the empty object here, as the clients rebuild them. A call equal to the call before it
-is counted either way, when its arguments end.
+suspect under ``dedupe_calls``. Whether its arguments equal that call's is this side's
+question (native_repeat_rule.py; ``DUPLICATE`` is an input like the others). A call equal to
+the call before it is counted either way, when its arguments end.
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 from proxy.core.calls.driver import CallDriver
-from proxy.core.calls.jsontext import INVALID
-from proxy.core.calls.record import CallRecord
-from proxy.core.calls.repeats import Repeats, json_equal
 from proxy.core.calls.state import (
     ARGS_END,
     DROPPED,
@@ -53,6 +48,7 @@ from proxy.core.errors import NormalizerError
 from proxy.core.ids import IdPool
 from proxy.core.protocols.responses.items import FunctionCallItem
 from proxy.core.protocols.responses.native_items import Ev, JSONObject, NativeCall, Out, Up
+from proxy.core.protocols.responses.native_repeat_rule import PreviousCall, repeats_before
 from proxy.core.repairs import Repair
 
 # module names (the states' are calls/state.py's), not ``CallInput.END``: an Enum's class
@@ -67,48 +63,6 @@ _QUIET_WHEN_OPEN: Final = tuple(
     for event in (COMPLETE, END)
     if transition(S1, OPEN, event) in ((OPEN, Action.NOTHING), (OPEN, Action.CLOSE_ARGS))
 )
-
-
-class PreviousCall(Repeats):
-    """The repeat rule of a server's own stream: under ``dedupe_calls`` a call's rival is the
-    call right before it that was not dropped, if named alike (a markup call too: unlike
-    chat's parsed-then-markup shape, no server of its own is known to send a structured call
-    again as text)."""
-
-    __slots__ = ()
-
-    def rivals(self, calls: Sequence[CallRecord], call: CallRecord) -> tuple[CallRecord, ...]:
-        before = previous_call(calls, call) if self._dedupe else None
-        return (before,) if before is not None and before.name == call.name else ()
-
-
-def previous_call(calls: Sequence[CallRecord], call: CallRecord) -> CallRecord | None:
-    """The call before ``call`` that was not dropped (a call asked about is nearly always
-    the last, and the one before it kept)."""
-    at = len(calls) - 1
-    while at >= 0 and calls[at] is not call:
-        at -= 1
-    at -= 1
-    while at >= 0 and calls[at].state is DROPPED:
-        at -= 1
-    return calls[at] if at >= 0 else None
-
-
-def repeats_before(calls: Sequence[CallRecord], call: CallRecord) -> bool:
-    """Whether ``call``, its arguments ended, repeats the call before it: the same name and
-    arguments equal as JSON (empty ones are ``{}``; unparsable ones equal nothing)."""
-    before = previous_call(calls, call)
-    if before is None or before.name != call.name:
-        return False
-    value = _value(call)
-    return value is not INVALID and json_equal(value, _value(before))
-
-
-def _value(call: CallRecord) -> object:
-    value = call.args.complete()
-    if value is INVALID and not call.text().strip():
-        return {}
-    return value
 
 
 @dataclass(slots=True)
@@ -338,6 +292,8 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
             call.out = item
             self._put_args(call, args, None, None)
             return
+        # The upstream's added, its arguments moved into a delta after it by show() (that is
+        # ``args`` for OPEN_WHOLE), then the call's held events: any held text is in them.
         assert call.up is not None
         ev = call.added
         item_fields = ev.payload["item"]
