@@ -20,7 +20,8 @@ Rules this module keeps:
   without ``usage``; a call cut by the token limit reported as ``completed`` (its item and the
   response become ``incomplete``); markup in ``output_text.delta`` (native_text.py); the
   same call twice in a row, counted, and under ``dedupe_calls`` held until its arguments end
-  and dropped (native_flow.py, proxy/core/protocols/native_repeats.py).
+  and dropped. Every function call goes through the shared call state table
+  (native_driver.py, proxy/core/calls).
   Non-standard event names and the ``parallel`` wrapper pass through, counted.
 * ``close(complete=False)``: what is held goes out as it is and nothing is made up, so the
   client sees the cut.
@@ -31,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+from proxy.core.calls.state import SUSPECT
 from proxy.core.protocols.chat.chunks import loads
 from proxy.core.protocols.responses import native_text
 from proxy.core.protocols.responses.native_flow import ItemFlow
@@ -111,13 +113,16 @@ class NativeStream(ItemFlow):
     def close(self, *, complete: bool) -> list[bytes]:
         for item in self._decoder.close():
             self._take(item)
-        if self._waiting is not None and (complete or self._waiting.suspect):
-            self.name_known(self._waiting, None)  # a suspect cut short goes out as it came
+        held = self._blocking
+        if held is not None and (complete or held.state is SUSPECT):
+            self.call_ended(held, None)  # a suspect cut short goes out as it came
+        elif held is not None:
+            self.call_cut(held)
         for up in list(self._by_id.values()):
             if up.extractor is not None:
                 native_text.end_extraction(self, up)
-        held, self._held = self._held, []
-        for ev in held:
+        waited, self._held = self._held, []
+        for ev in waited:
             self.emit(ev)
         return self._flush()
 
@@ -232,17 +237,17 @@ class NativeStream(ItemFlow):
     # -- the end -----------------------------------------------------------------------------
 
     def _terminal(self, ev: Ev) -> None:
-        if self._waiting is not None:
-            self.name_known(self._waiting, None)
+        if self._blocking is not None:
+            self.call_ended(self._blocking, None)
         for up in list(self._by_id.values()):
             if up.extractor is not None:
                 native_text.end_extraction(self, up)
-        while self._open is not None or self._held or self._waiting is not None:
-            if self._waiting is not None:
-                self.name_known(self._waiting, None)
-            elif self._open is not None:
+        while self._open_item is not None or self._held or self._blocking is not None:
+            if self._blocking is not None:
+                self.call_ended(self._blocking, None)
+            elif self._open_item is not None:
                 self.repair(Repair.ITEM_DONE_MISSING)
-                self.close_early(self._open)
+                self.close_early(self._open_item)
             self.release()
         response = ev.get("response")
         if not isinstance(response, dict):

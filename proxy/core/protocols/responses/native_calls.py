@@ -1,9 +1,9 @@
 """A native stream's function calls: their own fields and arguments (quirks 1-3, §6 llama.cpp).
 
-A call's ``call_id`` is made when empty; arguments a server puts whole in the item's
-``output_item.added`` or only in its ``.done`` events go out as a delta as well; a missing
-``function_call_arguments.done`` is inserted; a call whose arguments do not parse is
-``incomplete`` (and so, at its end, the response: ``cut``). The item flow (native_flow.py)
+Arguments a server puts whole in the item's ``output_item.added`` go out as a delta after
+it; a missing ``function_call_arguments.done`` is inserted; a call whose arguments do not
+parse is ``incomplete`` (and so, at its end, the response: ``cut``). The call's state, its
+ids and its text are the call driver's (native_driver.py); the item flow (native_flow.py)
 decides when each of these runs; the functions here only fix the call in front of them.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from proxy.core.protocols.chat.chunks import INVALID, loads
+from proxy.core.protocols.responses.native_driver import END
 from proxy.core.protocols.responses.native_items import Ev, JSONObject, Out
 from proxy.core.repairs import Repair
 
@@ -20,12 +21,9 @@ if TYPE_CHECKING:
 
 
 def added(s: ItemFlow, ev: Ev, item: JSONObject, out: Out) -> str:
-    """A call's ``output_item.added`` as it is shown: its call_id and name on ``out``; the
-    arguments it carried already are taken out, returned to go out as a delta after it."""
-    if not item.get("call_id"):
-        s.repair(Repair.CALL_ID_MISSING)
-        item["call_id"] = "call_" + s.new_id()
-        ev.changed()
+    """A call's ``output_item.added`` as it is shown (its call_id and name settled by the
+    driver): those on ``out``; the arguments it carried already are taken out, returned to
+    go out as a delta after it."""
     out.call_id, out.name = str(item["call_id"]), str(item.get("name"))
     if out.name == "parallel":
         s.repair(Repair.PARALLEL_WRAPPER)
@@ -38,8 +36,6 @@ def added(s: ItemFlow, ev: Ev, item: JSONObject, out: Out) -> str:
 
 
 def arguments_delta(s: ItemFlow, out: Out, text: str) -> None:
-    out.args.append(text)
-    out.arg_deltas = True
     s.insert(
         {
             "type": "response.function_call_arguments.delta",
@@ -50,27 +46,18 @@ def arguments_delta(s: ItemFlow, out: Out, text: str) -> None:
     )
 
 
-def arguments_done(s: ItemFlow, ev: Ev, out: Out) -> None:
-    arguments = ev.get("arguments")
-    if not out.arg_deltas and isinstance(arguments, str) and arguments:
-        s.repair(Repair.ARGS_ONLY_IN_DONE)
-        arguments_delta(s, out, arguments)
-    out.args_done = True
-    s.emit(ev)
-
-
 def call_done(s: ItemFlow, ev: Ev, item: JSONObject, out: Out) -> None:
     """A call's ``output_item.done``: the fields it was shown with, its arguments streamed
-    and ended, and ``incomplete`` when they do not parse."""
+    and ended (the driver's END), and ``incomplete`` when they do not parse."""
     for key, value in (("call_id", out.call_id), ("name", out.name)):
         if item.get(key) != value:
             s.repair(Repair.NAME_MISSING if key == "name" else Repair.CALL_ID_MISSING)
             item[key] = value
             ev.changed()
     arguments = item.get("arguments")
-    if not out.arg_deltas and isinstance(arguments, str) and arguments:
-        s.repair(Repair.ARGS_ONLY_IN_DONE)
-        arguments_delta(s, out, arguments)
+    if out.call is not None:
+        s.args_in_done(out.call, arguments)
+        s.call_input(out.call, END)
     if not isinstance(arguments, str):
         item["arguments"] = out.arguments
         ev.changed()
@@ -85,6 +72,8 @@ def call_done(s: ItemFlow, ev: Ev, item: JSONObject, out: Out) -> None:
 
 def ended_early(s: ItemFlow, out: Out) -> JSONObject:
     """The item of a call the upstream never ended, as the proxy ends it."""
+    if out.call is not None:
+        s.call_input(out.call, END)
     if not out.args_done:
         _insert_arguments_done(s, out, out.arguments)
     status = "completed" if loads(out.arguments) is not INVALID else "incomplete"
@@ -109,14 +98,3 @@ def _insert_arguments_done(s: ItemFlow, out: Out, arguments: object) -> None:
         }
     )
     out.args_done = True
-
-
-def held_arguments(queue: list[Ev], done: object) -> str:
-    """A held call's arguments: its deltas, else what its done events or its added carry."""
-    deltas = [ev.get("delta") for ev in queue if ev.type.endswith("arguments.delta")]
-    if deltas:
-        return "".join(d for d in deltas if isinstance(d, str))
-    ends = [ev.get("arguments") for ev in queue if ev.type.endswith("arguments.done")]
-    ends.append(done.get("arguments") if isinstance(done, dict) else None)
-    ends.append(queue[0].payload["item"].get("arguments"))
-    return next((a for a in ends if isinstance(a, str) and a), "")

@@ -1,6 +1,7 @@
 """The items of a native stream: which upstream item an event belongs to, the order they go
-out in, and their fields (the rules are in native.py's docstring; a function call's own fields
-and arguments are native_calls.py's, markup in a message's text native_text.py's).
+out in, and their fields (the rules are in native.py's docstring; a function call's state is
+the call driver's, native_driver.py, its own fields native_calls.py's, markup in a message's
+text native_text.py's).
 
 ``ItemFlow`` is the item half of :class:`proxy.core.protocols.responses.native.NativeStream`;
 the stream half numbers, frames and sends what this half decides.
@@ -11,10 +12,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Final
 
+from proxy.core.calls.state import DROPPED, OPEN
 from proxy.core.markup import build_extractor
 from proxy.core.markup.fail_open import fail_open
-from proxy.core.protocols.native_repeats import CallRepeats
 from proxy.core.protocols.responses import native_calls, native_text
+from proxy.core.protocols.responses.native_driver import DELTA, NativeCalls
 from proxy.core.protocols.responses.native_items import Ev, Out, Up, message_part
 from proxy.core.protocols.responses.native_request import NativeRequest
 from proxy.core.repairs import Repair
@@ -24,42 +26,24 @@ JSONObject = dict[str, Any]
 _ID_PREFIX: Final = {"message": "msg_", "function_call": "fc_", "reasoning": "rs_"}
 
 
-class ItemFlow:
+class ItemFlow(NativeCalls):
     def __init__(
         self, request: NativeRequest, dialects: tuple[str, ...], *, dedupe: bool = False
     ) -> None:
         self._request = request
         self.dialects = dialects
         self.repairs: Counter[str] = Counter()
+        NativeCalls.__init__(self, request.fallback_name, self.repairs, dedupe=dedupe)
         self._items: list[Out] = []
         self._by_id: dict[str, Up] = {}
         self._by_index: dict[int, Up] = {}
         self._last: Up | None = None  # the item the upstream added most recently
-        self._open: Out | None = None  # the item shown and not yet done
-        self._waiting: Up | None = None  # a call whose name has not come yet
+        self._open_item: Out | None = None  # the item shown and not yet done
         self._held: list[Ev] = []  # events of items that must wait for the open one
-        self.markup_call: Out | None = None  # a call being taken out of a message's text
-        #: a markup call named like the call before it (name, id, arguments), held until it
-        #: closes under dedupe_calls
-        self.held_call: tuple[str, str | None, list[str]] | None = None
         self._extracting: Up | None = None  # the message whose text goes through markup
         self.cut = False  # a call ended with unparsable arguments
-        self.repeats = CallRepeats(dedupe=dedupe)
-        self.dropped: set[str] = set()  # the item and call ids of repeats dropped
 
     # what the stream half provides
-    def emit(self, ev: Ev) -> None:
-        raise NotImplementedError
-
-    def insert(self, payload: JSONObject) -> None:
-        raise NotImplementedError
-
-    def repair(self, kind: str) -> None:
-        raise NotImplementedError
-
-    def new_id(self) -> str:
-        raise NotImplementedError
-
     def dispatch(self, ev: Ev) -> None:
         raise NotImplementedError
 
@@ -67,7 +51,7 @@ class ItemFlow:
         """An item the proxy adds (out of markup), open from now on."""
         out = Out(len(self._items), ident, kind)
         self._items.append(out)
-        self._open = out
+        self._open_item = out
         return out
 
     def find(self, ev: Ev) -> Up | None:
@@ -101,14 +85,8 @@ class ItemFlow:
             self._last = up
         if self._must_wait(ev):
             return
-        if up.type == "function_call" and not (item.get("name") and item.get("call_id")):
-            self.repair(Repair.NAME_MISSING if not item.get("name") else Repair.CALL_ID_MISSING)
-            up.queue = [ev]
-            self._waiting = up
-            return
-        if up.type == "function_call" and self.repeats.suspect(item.get("name")):
-            up.queue, up.suspect = [ev], True  # held until its arguments end
-            self._waiting = up
+        if up.type == "function_call":
+            self.call_added(up, ev, item)  # shown when the table opens it
             return
         if up.type == "message" and self.dialects:
             up.extractor = fail_open(build_extractor(self.dialects, self._request.chat_tools))
@@ -123,7 +101,7 @@ class ItemFlow:
         text = self._extracting
         if text is not None and text is not ev.up and text.extractor is not None:
             native_text.end_extraction(self, text)
-        if self._waiting is None and self._open is None:
+        if self._blocking is None and self._open_item is None:
             return False
         self.repair(Repair.ITEMS_INTERLEAVED)
         self._held.append(ev)
@@ -143,7 +121,7 @@ class ItemFlow:
         ev.set("output_index", out.index)
         moved = native_calls.added(self, ev, item, out) if up.type == "function_call" else ""
         self._items.append(out)
-        self._open = out
+        self._open_item = out
         up.target = out
         self.emit(ev)
         if moved:
@@ -157,14 +135,11 @@ class ItemFlow:
             if up is None:
                 self.emit(ev)
                 return
-        if up.dropped:
+        call = up.call
+        if call is not None and call.state is not OPEN:
+            self.call_event(call, ev, ev.type)  # held behind its opening, or dropped
             return
-        if up.queue is not None:
-            up.queue.append(ev)
-            if up.suspect and ev.type == "response.function_call_arguments.done":
-                self.name_known(up, None)
-            return
-        if self._waiting is not None:
+        if self._blocking is not None:
             self._held.append(ev)
             return
         if up.extractor is not None or up.rewritten:
@@ -178,18 +153,19 @@ class ItemFlow:
         if out is None and up.done:
             self.emit(ev)  # after the item's end: nothing left to fix it against
             return
-        if out is None or (self._open is not out and self._open is not None):
+        if out is None or (self._open_item is not out and self._open_item is not None):
             self._held.append(ev)  # its item waits (not shown yet), or another is open
             return
         self.fix_item_fields(ev, out)
         kind = ev.type
-        if kind == "response.function_call_arguments.delta":
-            out.args.append(str(ev.get("delta") or ""))
-            out.arg_deltas = True
-        elif kind == "response.function_call_arguments.done":
-            native_calls.arguments_done(self, ev, out)
+        if call is not None:
+            if kind == DELTA and call.streams:  # the table's answer kept on the call
+                self._keep(call, str(ev.payload.get("delta") or ""))
+                self.emit(ev)
+            else:
+                self.call_event(call, ev, kind)
             return
-        elif kind.startswith(("response.content_part.", "response.output_text.")):
+        if kind.startswith(("response.content_part.", "response.output_text.")):
             native_text.part_fields(self, ev, out)
         self.emit(ev)
 
@@ -234,15 +210,15 @@ class ItemFlow:
         if up is None:
             self.emit(ev)
             return
-        if self._waiting is not None and up is not self._waiting:
+        call = up.call
+        if self._blocking is not None and call is not self._blocking:
             self._held.append(ev)
             return
-        if up.queue is not None:
-            self.name_known(up, ev.get("item"))
-            up = self.find(ev) or up
-        if up.dropped:
-            up.done = True
-            return
+        if call is not None and call.state is not OPEN:
+            self.call_ended(call, ev.get("item"))
+            if call.state is DROPPED:
+                up.done = True
+                return
         if up.extractor is not None or up.rewritten or (up.target is None and up.deferred):
             native_text.text_done(self, up, ev)
             return
@@ -252,7 +228,7 @@ class ItemFlow:
                 self.emit(ev)
             up.done = True
             return
-        if out is None or (self._open is not out and self._open is not None):
+        if out is None or (self._open_item is not out and self._open_item is not None):
             self._held.append(ev)
             return
         up.done = True
@@ -276,55 +252,17 @@ class ItemFlow:
         ev.set("output_index", out.index)
 
     def finish(self, out: Out, item: JSONObject) -> None:
-        if out.type == "function_call" and not out.compared:
-            out.compared = True
-            arguments = item.get("arguments")
-            text = arguments if isinstance(arguments, str) else out.arguments
-            if self.repeats.ended(out.name, text):
-                self.repair(Repair.CALL_DUPLICATED)
         out.done = item
-        if self._open is out:
-            self._open = None
+        if self._open_item is out:
+            self._open_item = None
 
     def release(self) -> None:
         """The open item is done: the events that waited for it go on, in order (those that
         must still wait are held again, behind the ones before them)."""
-        while self._held and self._open is None and self._waiting is None:
+        while self._held and self._open_item is None and self._blocking is None:
             held, self._held = self._held, []
             for ev in held:
                 self.dispatch(ev)
-
-    def name_known(self, up: Up, done: object) -> None:
-        """A call that waited for its name or call_id: its events go on, with those of its
-        ``output_item.done`` (None: it never came), else the request's only tool and a new id."""
-        queue, up.queue = up.queue or [], None
-        self._waiting = None
-        if not queue or (up.suspect and self._repeat_dropped(up, queue, done)):
-            return
-        item = queue[0].payload["item"]
-        later = done if isinstance(done, dict) else {}
-        for key in ("name", "call_id"):
-            if not item.get(key):
-                value = later.get(key)
-                if not isinstance(value, str) or not value:
-                    value = self._request.fallback_name if key == "name" else ""
-                item[key] = value or ""
-                queue[0].changed()
-        self.show(up, queue[0]).compared = up.suspect  # a suspect was compared just now
-        for ev in queue[1:]:
-            self.dispatch(ev)
-
-    def _repeat_dropped(self, up: Up, queue: list[Ev], done: object) -> bool:
-        """A suspect's arguments ended (or the stream did): compared once with the call before
-        it; a repeat is dropped, its held events with it, and what waited behind it goes on."""
-        item = queue[0].payload["item"]
-        if not self.repeats.ended(item.get("name"), native_calls.held_arguments(queue, done)):
-            return False
-        self.repair(Repair.CALL_DUPLICATED)
-        up.dropped = True
-        self.dropped.update(str(item.get(key)) for key in ("id", "call_id") if item.get(key))
-        self.release()
-        return True
 
     def close_early(self, out: Out) -> None:
         """End an item the upstream never ended (quirk 3: no output_item.done for calls), at

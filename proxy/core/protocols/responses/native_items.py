@@ -5,7 +5,8 @@ repairs) and its raw bytes, kept while nothing changed (``set`` drops them on a 
 so that an event passed unchanged goes out byte for byte. ``Out`` is an item as the client
 sees it (its position, id and what was streamed into it); ``Up`` is an item as the upstream
 named it (by id and output_index, which may rotate or be missing) and the ``Out`` its events
-go to.
+go to. ``NativeCall`` is a function call (the upstream's or one taken out of markup) as the
+call driver tracks it (proxy/core/calls: its state is the table's, nothing here keeps one).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from proxy.core.calls.record import CallRecord
 from proxy.core.markup.fail_open import FailOpen
 from proxy.core.protocols.responses.items import FunctionCallItem
 
@@ -60,19 +62,17 @@ class Out:
     type: str
     call_id: str = ""
     name: str = ""
-    args: list[str] = field(default_factory=list)  # argument text streamed (calls)
-    arg_deltas: bool = False
-    args_done: bool = False
+    call: NativeCall | None = None  # a function_call item's call (its argument text is there)
+    args_done: bool = False  # its function_call_arguments.done went out
     text: list[str] = field(default_factory=list)  # text of the open part (messages)
     texts: list[str] = field(default_factory=list)  # text of each part done
     part_open: bool = False
     done: JSONObject | None = None  # the item as its output_item.done showed it
     synthetic: FunctionCallItem | None = None  # a call the proxy made out of markup
-    compared: bool = False  # a call's arguments were compared with the call before it
 
     @property
     def arguments(self) -> str:
-        return "".join(self.args)
+        return self.call.text() if self.call is not None else ""
 
 
 @dataclass(eq=False, slots=True)
@@ -82,14 +82,25 @@ class Up:
     type: str
     target: Out | None = None  # where its events go (None: not yet shown, or closed early)
     closed_early: bool = False  # the proxy ended it; the upstream's own closing is dropped
-    queue: list[Ev] | None = None  # its events, held until its name is known (or, a suspect's,
-    # until its arguments end: native_repeats.py)
-    suspect: bool = False  # a call named like the call before it, held under dedupe_calls
-    dropped: bool = False  # a repeat of the call before it: nothing of it goes out
+    call: NativeCall | None = None  # a function_call item's call, once its added came through
     deferred: list[Ev] = field(default_factory=list)  # its opening, held until text shows
     extractor: FailOpen | None = None  # markup in its text becomes calls
     rewritten: bool = False  # text was taken out (markup): the done events are rewritten
     done: bool = False
+
+
+@dataclass(eq=False, slots=True)
+class NativeCall(CallRecord):
+    """A function call through the call driver (native_driver.py), with the Responses events
+    that make it up: the upstream's ``output_item.added`` (None for a call out of markup),
+    the events of it that came while it was held (they go out behind its opening, as they
+    came), and the item it became."""
+
+    up: Up | None = None
+    added: Ev | None = None
+    item_id: str = ""  #: the item id of a call out of markup, drawn with its call_id
+    queue: list[Ev] = field(default_factory=list)
+    out: Out | None = None
 
 
 def message_part(text: str) -> JSONObject:

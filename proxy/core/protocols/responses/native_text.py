@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
-from proxy.core.protocols.responses.items import FunctionCallItem
 from proxy.core.protocols.responses.native_items import Ev, Out, Up, message_part
 from proxy.core.repairs import Repair, markup_kind
 
@@ -167,7 +166,6 @@ def _segments(
     s: NativeStream, up: Up, segments: list[Segment], extractor: Extractor | None
 ) -> None:
     for segment in segments:
-        call, held = s.markup_call, s.held_call
         match segment:
             case Text(text=text) if text:
                 _ensure_message(s, up)
@@ -176,22 +174,12 @@ def _segments(
             case CallOpen(name=name, id=ident):
                 s.repairs[markup_kind(extractor, s.dialects)] += 1  # one per call, as in chat
                 _open_call(s, up, name, ident)
-            case CallArgs(text=text) if held is not None:
-                held[2].append(text)
-            case CallClose(error=error) if held is not None:
-                s.held_call = None
-                if error is not None:
+            case CallArgs(text=text):
+                s.markup_args(text)
+            case CallClose(error=error):
+                if error is not None and s.markup is not None:
                     s.repair(Repair.MARKUP_BROKEN)
-                _held_call_closed(s, *held)
-            case CallArgs(text=text) if text and call is not None:
-                assert call.synthetic is not None
-                call.synthetic.add(text)
-                for payload in call.synthetic.flush():
-                    s.insert(payload)
-            case CallClose(error=error) if call is not None:
-                if error is not None:
-                    s.repair(Repair.MARKUP_BROKEN)
-                _close_call(s, call)
+                s.markup_close()
             case _:
                 pass
 
@@ -263,46 +251,4 @@ def _open_call(s: NativeStream, up: Up, name: str, ident: str | None) -> None:
         }
         s.finish(target, item)
         s.insert({"type": "response.output_item.done", "output_index": target.index, "item": item})
-    if s.repeats.suspect(name):
-        s.held_call = (name, ident, [])
-    else:
-        _new_call(s, name, ident)
-
-
-def _new_call(s: NativeStream, name: str, ident: str | None) -> Out:
-    out = s.new_item("function_call", "fc_" + s.new_id())
-    out.call_id = ident or "call_" + s.new_id()
-    out.name = name
-    out.synthetic = FunctionCallItem(out.id, out.index, out.call_id, name, None)
-    s.markup_call = out
-    for payload in out.synthetic.flush():
-        s.insert(payload)
-    return out
-
-
-def _held_call_closed(s: NativeStream, name: str, ident: str | None, pieces: list[str]) -> None:
-    """A held markup call closed: compared once with the call before it, then dropped (a
-    repeat) or sent whole."""
-    arguments = "".join(pieces)
-    if s.repeats.ended(name, arguments):
-        s.repair(Repair.CALL_DUPLICATED)
-        return
-    out = _new_call(s, name, ident)
-    out.compared = True
-    assert out.synthetic is not None
-    if arguments:
-        out.synthetic.add(arguments)
-        for payload in out.synthetic.flush():
-            s.insert(payload)
-    _close_call(s, out)
-
-
-def _close_call(s: NativeStream, out: Out) -> None:
-    call = out.synthetic
-    assert call is not None
-    call.closed = True
-    status = "completed" if call.whole_json() else "incomplete"
-    for payload in call.finish(status):
-        s.insert(payload)
-    s.finish(out, call.full())
-    s.markup_call = None
+    s.markup_open(name, ident)  # through the call driver, as an upstream's call

@@ -1,0 +1,352 @@
+"""A native stream's function calls through the shared call state table (calls/state.py, S1).
+
+Each function_call, the upstream's or one taken out of a message's markup (native_text.py),
+is a :class:`NativeCall`. Here its events become the table's inputs:
+
+* ``output_item.added`` with a name and a ``call_id``: the naming input, by the argument
+  text it carries (``NAMED_SUSPECT`` under the repeat rule); without either it is ``ARGS``,
+  and the call is held (NAMELESS) until its ``output_item.done`` names it, else the end
+  (``END``: the request's only tool);
+* ``function_call_arguments.delta``: ``ARGS``; arguments only in a ``.done`` event: ``ARGS``
+  of an inserted delta first (``args-only-in-done``);
+* ``function_call_arguments.done``: ``COMPLETE``; ``output_item.done`` and the end: ``END``.
+
+The driver (calls/driver.py) performs the table's action through the methods at the end.
+A Responses call's opening is its ``output_item.added`` (arguments ``""``: what the item
+carried goes out as a delta after it, ``args-in-first-delta``) followed by the events of
+the call that were held, as they came: the held argument text is in those events. What
+comes after a held upstream call waits behind it (``_blocking``, the stream's hold queue);
+a markup call holds only its own text.
+
+Repeats (issue 16): a call named like the call right before it, that one not dropped, is a
+suspect under ``dedupe_calls``. Whether its arguments equal that call's is this side's
+question (native_repeat_rule.py; ``DUPLICATE`` is an input like the others). A call equal to
+the call before it is counted either way, when its arguments end.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Final
+
+from proxy.core.calls.driver import CallDriver
+from proxy.core.calls.state import (
+    ARGS_END,
+    DROPPED,
+    HELD,
+    NAMELESS,
+    OPEN,
+    S1,
+    SUSPECT,
+    Action,
+    CallInput,
+    transition,
+)
+from proxy.core.errors import NormalizerError
+from proxy.core.ids import IdPool
+from proxy.core.protocols.responses.items import FunctionCallItem
+from proxy.core.protocols.responses.native_items import Ev, JSONObject, NativeCall, Out, Up
+from proxy.core.protocols.responses.native_repeat_rule import PreviousCall, repeats_before
+from proxy.core.repairs import Repair
+
+# module names (the states' are calls/state.py's), not ``CallInput.END``: an Enum's class
+# attribute costs ~90 ns a lookup (Python 3.11), and these are asked on every event of a call
+ARGS, COMPLETE, END = CallInput.ARGS, CallInput.COMPLETE, CallInput.END
+DELTA: Final = "response.function_call_arguments.delta"
+#: The inputs that do nothing to an open call, by the table's answers (asked once here, not
+#: per call): COMPLETE is NOTHING, END is CLOSE_ARGS, which only makes up "{}" for a complete
+#: stream, never asked for here (``call_input``).
+_QUIET_WHEN_OPEN: Final = tuple(
+    event
+    for event in (COMPLETE, END)
+    if transition(S1, OPEN, event) in ((OPEN, Action.NOTHING), (OPEN, Action.CLOSE_ARGS))
+)
+
+
+@dataclass(slots=True)
+class _Tally:
+    ids: IdPool
+    fallback_name: str | None
+    repairs: Counter[str]
+    dropped: list[str] = field(default_factory=list)
+    held: int = 0
+
+
+class NativeCalls(CallDriver[NativeCall, None, Ev]):
+    """The call half of ItemFlow: classifies a call's events and builds what goes out."""
+
+    def __init__(self, fallback_name: str | None, repairs: Counter[str], *, dedupe: bool) -> None:
+        tally = _Tally(IdPool(self.new_id), fallback_name, repairs)
+        CallDriver.__init__(self, tally, coalesce=False, dedupe=dedupe)
+        self._repeats = PreviousCall(dedupe=dedupe)
+        self._blocking: NativeCall | None = None  # the upstream call held: the rest waits
+        self._markup: NativeCall | None = None  # the call being taken out of a message's text
+        self.dropped: set[str] = set()  # the item and call ids of repeats dropped
+
+    # what the item and stream halves provide
+    @abstractmethod
+    def emit(self, ev: Ev) -> None: ...
+
+    @abstractmethod
+    def insert(self, payload: JSONObject) -> None: ...
+
+    @abstractmethod
+    def repair(self, kind: str) -> None: ...
+
+    @abstractmethod
+    def new_id(self) -> str: ...
+
+    @abstractmethod
+    def show(self, up: Up, ev: Ev) -> Out: ...
+
+    @abstractmethod
+    def new_item(self, kind: str, ident: str) -> Out: ...
+
+    @abstractmethod
+    def fix_item_fields(self, ev: Ev, out: Out, *, count: bool = True) -> None: ...
+
+    @abstractmethod
+    def release(self) -> None: ...
+
+    # -- the upstream's events -> call inputs ------------------------------------------------
+
+    def call_added(self, up: Up, ev: Ev, item: JSONObject) -> None:
+        name, call_id, text = item.get("name"), item.get("call_id"), item.get("arguments")
+        call = NativeCall(
+            ev.get("output_index"),
+            call_id if isinstance(call_id, str) and call_id else None,
+            name=name if isinstance(name, str) and name else None,
+        )
+        call.up, call.added, up.call = up, ev, call
+        self._calls.append(call)
+        text = text if isinstance(text, str) else ""
+        if call.name is None or call.upstream_id is None:
+            self.repair(Repair.NAME_MISSING if call.name is None else Repair.CALL_ID_MISSING)
+            self.call_input(call, ARGS, text)
+        else:
+            self.call_input(call, self._opening_input(call, text), text)
+
+    def call_event(self, call: NativeCall, ev: Ev, kind: str) -> None:
+        """An item event of a call (its added aside): text, or its arguments' end. (A delta
+        of a call whose state streams its arguments takes the hot path, native_flow.py.)"""
+        if kind == DELTA:
+            self.call_input(call, ARGS, str(ev.get("delta") or ""), ev)
+        elif kind == "response.function_call_arguments.done":
+            self.args_in_done(call, ev.get("arguments"))
+            if call.state is OPEN:
+                self.call_input(call, COMPLETE)
+                assert call.out is not None
+                call.out.args_done = True
+                self.emit(ev)
+            else:
+                self.call_input(call, COMPLETE, "", ev)  # behind what it held
+        elif call.state is OPEN:
+            self.emit(ev)
+        elif call.state is not DROPPED:
+            call.queue.append(ev)
+
+    def args_in_done(self, call: NativeCall, arguments: object) -> None:
+        """Arguments a server sent only in a ``.done`` event: a delta of them first."""
+        if call.args_len or not isinstance(arguments, str) or not arguments:
+            return
+        self.repair(Repair.ARGS_ONLY_IN_DONE)
+        out = call.out
+        delta = {
+            "type": DELTA,
+            "item_id": out.id if out is not None else "",
+            "output_index": out.index if out is not None else 0,
+            "delta": arguments,
+        }
+        self.call_input(call, ARGS, arguments, Ev(delta, None))
+
+    def call_ended(self, call: NativeCall, done: object) -> None:
+        """A held call's ``output_item.done`` (None: the end came first): arguments only
+        there, then the name and call_id it brings to a nameless call, and the end."""
+        if isinstance(done, dict):
+            self.args_in_done(call, done.get("arguments"))
+        if call.state is NAMELESS:
+            later = done if isinstance(done, dict) else {}
+            name, call_id = later.get("name"), later.get("call_id")
+            if call.name is None and isinstance(name, str) and name:
+                call.name = name
+            if call.upstream_id is None and isinstance(call_id, str) and call_id:
+                call.upstream_id = call_id
+            if call.name is not None:
+                self.call_input(call, self._opening_input(call, ""))
+                if call.state is OPEN:
+                    return
+        self.call_input(call, END)
+
+    def call_cut(self, call: NativeCall) -> None:
+        """The stream was cut while ``call`` waited for its name: what it held goes out as it
+        came, nothing made up (its state stays: no input came)."""
+        assert call.added is not None
+        self._blocking = None
+        queue, call.queue = call.queue, []
+        for ev in (call.added, *queue):
+            self.emit(ev)
+
+    def _opening_input(self, call: NativeCall, text: str) -> CallInput:
+        event = self._naming(call, text)
+        # An item's arguments "{}" are its arguments: Responses servers are not known to
+        # send a placeholder in front of the real ones (chat's case m), so none is held.
+        return CallInput.NAMED_WHOLE if event is CallInput.NAMED_PLACEHOLDER else event
+
+    # -- markup calls -> call inputs ---------------------------------------------------------
+
+    @property
+    def markup(self) -> NativeCall | None:
+        """The call being taken out of a message's text, if any."""
+        return self._markup
+
+    def markup_open(self, name: str, ident: str | None) -> None:
+        call = NativeCall(None, ident, from_markup=True, name=name)
+        self._calls.append(call)
+        self._markup = call
+        self.call_input(call, self._opening_input(call, ""))
+
+    def markup_args(self, text: str) -> None:
+        call = self._markup
+        if call is None or not text:
+            return
+        if call.streams:  # the table's answer kept on the call: the hot path
+            self._keep(call, text)
+            self._put_args(call, text, None, None)
+        else:
+            self.call_input(call, ARGS, text)
+
+    def markup_close(self) -> None:
+        call, self._markup = self._markup, None
+        if call is None:
+            return
+        self.call_input(call, END)
+        if call.state is OPEN:
+            assert call.out is not None
+            assert call.out.synthetic is not None
+            synthetic = call.out.synthetic
+            synthetic.closed = True
+            status = "completed" if synthetic.whole_json() else "incomplete"
+            for payload in synthetic.finish(status):
+                self.insert(payload)
+            self.finish(call.out, synthetic.full())
+
+    @abstractmethod
+    def finish(self, out: Out, item: JSONObject) -> None: ...
+
+    # -- the driver ----------------------------------------------------------------------------
+
+    def call_input(
+        self, call: NativeCall, event: CallInput, text: str = "", ev: Ev | None = None
+    ) -> None:
+        """One input through the table. An event of a call not shown yet waits on the call, to
+        go out behind its opening; a dropped call's go nowhere."""
+        state = call.state
+        if state is OPEN and event in _QUIET_WHEN_OPEN:
+            if event is END and repeats_before(self._calls, call):
+                self.repair(Repair.CALL_DUPLICATED)  # counted; only a suspect is dropped
+            return
+        held = state in HELD
+        if state is SUSPECT and event in ARGS_END and repeats_before(self._calls, call):
+            self.repair(Repair.CALL_DUPLICATED)
+            event = CallInput.DUPLICATE  # dropped (dedupe_calls)
+        if ev is not None and call.state is not OPEN:
+            if call.state is not DROPPED:
+                call.queue.append(ev)
+            ev = None
+        # ``complete=False``: an END never makes up "{}" for a call without arguments; such a
+        # call is ``incomplete``, as the item's own status says (native_calls.call_done)
+        self._input(call, event, text, None, complete=False, extras=ev)
+        if held and call.state is DROPPED and call.up is not None:
+            self.release()  # what waited behind the repeat goes on
+
+    def _record(self, repair: Repair) -> None:
+        self.repair(repair)  # once a stream, as every native repair
+
+    def _identify(self, call: NativeCall) -> None:
+        """The item's id and the call_id, made where missing (in that order, as the ids are
+        drawn), before the driver settles the call's identity on them."""
+        added = call.added
+        if added is None:
+            call.item_id = "fc_" + self.new_id()
+        else:
+            item = added.payload["item"]
+            if not isinstance(item.get("id"), str) or not item["id"]:
+                self.repair(Repair.ITEM_ID_MISSING)
+                item["id"] = "fc_" + self.new_id()
+                added.changed()
+        if call.upstream_id is None:
+            if added is not None:
+                self.repair(Repair.CALL_ID_MISSING)
+            call.upstream_id = "call_" + self.new_id()
+        CallDriver._identify(self, call)
+
+    def _put_opening(self, call: NativeCall, args: str, out: None) -> None:
+        if call.added is None:  # out of markup: an item of the proxy's
+            assert call.id is not None
+            assert call.name is not None
+            item = self.new_item("function_call", call.item_id)
+            item.call_id, item.name, item.call = call.id, call.name, call
+            item.synthetic = FunctionCallItem(item.id, item.index, call.id, call.name, None)
+            call.out = item
+            self._put_args(call, args, None, None)
+            return
+        # The upstream's added, its arguments moved into a delta after it by show() (that is
+        # ``args`` for OPEN_WHOLE), then the call's held events: any held text is in them.
+        assert call.up is not None
+        ev = call.added
+        item_fields = ev.payload["item"]
+        for key, value in (("name", call.name or ""), ("call_id", call.id)):
+            if item_fields.get(key) != value:
+                item_fields[key] = value
+                ev.changed()
+        call.out = self.show(call.up, ev)
+        call.out.call = call
+        queue, call.queue = call.queue, []
+        for held in queue:  # the held argument text is in these, as it came
+            self.fix_item_fields(held, call.out, count=held.raw is not None)
+            if held.type == "response.function_call_arguments.done":
+                call.out.args_done = True
+            self.emit(held)
+
+    def _put_held_args(self, call: NativeCall, text: str, out: None) -> None:
+        if call.added is None:
+            self._put_args(call, text, None, None)
+        # an upstream call's held text went out in its held events, behind the opening
+
+    def _put_args(self, call: NativeCall, text: str, out: None, extras: Ev | None) -> None:
+        item = call.out
+        assert item is not None
+        if item.synthetic is not None:
+            if text:
+                item.synthetic.add(text)
+            for payload in item.synthetic.flush():
+                self.insert(payload)
+        elif extras is not None:
+            self.fix_item_fields(extras, item, count=False)
+            self.emit(extras)
+        elif text:
+            self.insert(
+                {"type": DELTA, "item_id": item.id, "output_index": item.index, "delta": text}
+            )
+
+    def _hold_opening(self, call: NativeCall, args: str) -> None:
+        raise NormalizerError("a Responses call has no placeholder to hold (NAMED_WHOLE)")
+
+    def _release_opening(self, call: NativeCall, out: None, *, without_args: bool) -> None:
+        raise NormalizerError("a Responses call has no placeholder to release")
+
+    def _add_extras(self, call: NativeCall, extras: Ev) -> None:
+        raise NormalizerError("a held Responses call keeps its events on the call (call_input)")
+
+    def _holding(self, call: NativeCall, out: None) -> None:
+        if call.up is not None:
+            self._blocking = call
+
+    def _settled(self, call: NativeCall) -> None:
+        if self._blocking is call:
+            self._blocking = None
+        if call.state is DROPPED and call.added is not None:
+            item = call.added.payload["item"]
+            self.dropped.update(str(item[key]) for key in ("id", "call_id") if item.get(key))
