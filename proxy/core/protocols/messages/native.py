@@ -242,8 +242,8 @@ class NativeMessages(TextMarkup):
         changed = self._note_all(native_fields.delta(payload))
         delta = payload["delta"] if isinstance(payload.get("delta"), dict) else {}
         if block.call is not None:
-            self._call_delta(block, block.call, (event, payload, changed), delta)
-            if self._pending and block.end.complete:
+            ended = self._call_delta(block, block.call, event, payload, changed, delta)
+            if ended and self._pending:
                 self._finish_active(None)  # the later block it held back may start now
         elif delta.get("type") == "text_delta" and block.markup is not None:
             self._markup_delta(block, event, payload, delta["text"])

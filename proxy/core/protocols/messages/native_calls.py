@@ -34,22 +34,26 @@ unless it comes right after it; calls/repeats.py answers differently on each of 
 
 from __future__ import annotations
 
-from proxy.core.calls.state import CallInput, CallState
+from typing import Final
+
+from proxy.core.calls.state import S1, S1_STATES, Action, CallInput, CallState, transition
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.messages.native_block import Block, Item, ToolCall
 from proxy.core.protocols.messages.native_client import ClientSide
 from proxy.core.repairs import Repair
+from proxy.core.sse import Event
+
+#: the states in which ARGS keeps the state and collects the text (a suspect's), asked of the
+#: table once: a held call's every fragment would otherwise look the pair up (calls/driver.py
+#: ``_input`` then only collects: ``_holding`` does nothing here)
+_COLLECTS: Final = tuple(
+    state for state in S1_STATES if transition(S1, state, CallInput.ARGS) == (state, Action.COLLECT)
+)
 
 
 def naming_input(suspect: bool) -> CallInput:
     """The input of a call's start: no argument text is known yet (see above)."""
     return CallInput.NAMED_SUSPECT if suspect else CallInput.NAMED_EMPTY
-
-
-def fragment(delta: JSONObject) -> str:
-    """The argument text a tool block's delta brings (its field repaired to a string)."""
-    text = delta.get("partial_json") if delta.get("type") == "input_json_delta" else None
-    return text if isinstance(text, str) else ""
 
 
 def end_input(*, repeat: bool, cut: bool) -> CallInput:
@@ -66,18 +70,34 @@ class CallBlocks(ClientSide):
         self._calls.append(call)
         self._input(call, naming_input(self._in_a_row.suspect(call.name)), "", None)
 
-    def _call_delta(self, block: Block, call: ToolCall, item: Item, delta: JSONObject) -> None:
-        text = fragment(delta)
-        if text:
-            block.end.feed(text)
+    def _call_delta(
+        self,
+        block: Block,
+        call: ToolCall,
+        event: Event,
+        payload: JSONObject,
+        changed: bool,
+        delta: JSONObject,
+    ) -> bool:
+        """A delta of a tool block; whether it ended the call's input (one whole value)."""
+        # the fragment of an input_json_delta is a string (native_fields.delta saw to it)
+        text: str = delta["partial_json"] if delta.get("type") == "input_json_delta" else ""
         if call.streams:  # the table's answer, kept on the call: ARGS sends the text
             self._keep(call, text)
             assert call.index is not None
-            self._write_at(call.index, *item)
+            self._write_at(call.index, event, payload, changed)
+        elif call.state in _COLLECTS:  # the table's answer too: ARGS keeps the text
+            self._collect(call, CallInput.ARGS, text, (event, payload, changed))
         else:
-            self._input(call, CallInput.ARGS, text, None, extras=item)
-        if block.end.complete:
-            self._end_input(call)
+            self._input(call, CallInput.ARGS, text, None, extras=(event, payload, changed))
+        if not text:
+            return False
+        end = block.end
+        end.feed(text)
+        if not end.complete:
+            return False
+        self._end_input(call)
+        return True
 
     def _end_input(self, call: ToolCall, *, cut: bool = False) -> None:
         if call.whole:
