@@ -19,11 +19,14 @@ proxy/core/repairs.py; research/protocols.md section 3 quirks 1-4 and section 6)
 * tool-call markup in a ``text_delta`` (every configured dialect): the text block is cut there
   and the call goes out as a ``tool_use`` block;
 * the same call twice in a row (same name, JSON-equal input): counted; under ``dedupe_calls``
-  the second is held until its input ends and then dropped (proxy/core/protocols/native_repeats.py).
+  the second is held until its input ends and then dropped (proxy/core/protocols/native_repeats.py);
+* a tool_use block without an id: ``toolu_`` and a fresh one.
 
-This module follows the upstream's message and blocks; native_client.py is the client's side
-(dense block indexes from 0 in the order blocks go out, an event whose block moved re-encoded
-with its new index, the bytes out), native_text.py the markup in text blocks.
+This module follows the upstream's message and blocks; every tool call (a tool_use block, or
+a call from markup) goes through the shared call state table (proxy/core/calls/state.py) as
+native_calls.py classifies its events, and goes out as the driver says; native_client.py is
+the client's side (dense block indexes from 0 in the order blocks go out, an event whose block
+moved re-encoded with its new index, the bytes out), native_text.py the markup in text blocks.
 """
 
 from __future__ import annotations
@@ -223,7 +226,7 @@ class NativeMessages(TextMarkup):
             ident, name = block.get("id"), block.get("name")
             current.call = ToolCall(
                 upstream,
-                ident if isinstance(ident, str) else None,
+                ident if isinstance(ident, str) and ident else None,  # else id-missing
                 name=name if isinstance(name, str) else None,
                 start=(event, payload, changed),
             )
