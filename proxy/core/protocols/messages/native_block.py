@@ -63,7 +63,9 @@ class ToolCall(CallRecord):
 @dataclass(slots=True)
 class Block:
     upstream: int  #: the index the server gave it (in the current generation)
-    index: int  #: the index the client sees (of the latest client block it became)
+    #: the index the client sees (of the latest client block it became; a tool block's is
+    #: its call's, given by the call driver)
+    index: int
     type: str
     end: InputEnd = field(default_factory=InputEnd)  #: where a tool block's input ends
     markup: FailOpen | None = None  #: a text block's markup parser

@@ -129,10 +129,10 @@ class CallBlocks(ClientSide):
             self._write_held(call)  # fragments without text, which _put_held_args never gets
 
     def _put_held_args(self, call: ToolCall, text: str, out: None) -> None:
-        if call.start is None or not call.held:
-            self._emit_input(call, text)
-        else:
+        if call.held:  # the upstream's fragments, which carry the text
             self._write_held(call)
+        else:  # a markup call's: the proxy writes them
+            self._emit_input(call, text)
 
     def _put_args(self, call: ToolCall, text: str, out: None, extras: Item | None) -> None:
         assert call.index is not None
