@@ -43,11 +43,17 @@ from proxy.core.protocols.messages.native_client import ClientSide
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event
 
-#: the states in which ARGS keeps the state and collects the text (a suspect's), asked of the
-#: table once: a held call's every fragment would otherwise look the pair up (calls/driver.py
-#: ``_input`` then only collects: ``_holding`` does nothing here)
+# Answers of the table asked once, for what each call or fragment would otherwise look up
+# (calls/driver.py ``_input`` then does nothing else: ``_holding`` does nothing here):
+#: the states in which ARGS keeps the state and collects the text (a suspect's)
 _COLLECTS: Final = tuple(
     state for state in S1_STATES if transition(S1, state, CallInput.ARGS) == (state, Action.COLLECT)
+)
+#: the states in which the end of the input (COMPLETE) changes nothing (an open call's)
+_DONE: Final = tuple(
+    state
+    for state in S1_STATES
+    if transition(S1, state, CallInput.COMPLETE) == (state, Action.NOTHING)
 )
 
 
@@ -106,7 +112,9 @@ class CallBlocks(ClientSide):
         repeat = self._in_a_row.ended(call.name, call.text())
         if repeat:
             self._note(Repair.CALL_DUPLICATED)
-        self._input(call, end_input(repeat=repeat, cut=cut), "", None, complete=not cut)
+        event = end_input(repeat=repeat, cut=cut)
+        if event is not CallInput.COMPLETE or call.state not in _DONE:
+            self._input(call, event, "", None, complete=not cut)
 
     # -- what the driver sends, as Messages events -----------------------------------------
 
