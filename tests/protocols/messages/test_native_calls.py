@@ -9,7 +9,10 @@ import json
 
 import pytest
 
+from proxy.core.calls import driver
+from proxy.core.calls.driver import CallDriver
 from proxy.core.calls.state import S1, Action, CallInput, CallState, transition
+from proxy.core.protocols.messages import native_calls
 from proxy.core.protocols.messages.native_calls import end_input, naming_input
 from proxy.core.repairs import Repair
 from tests.protocols.messages import streams
@@ -145,3 +148,32 @@ def test_a_held_call_of_empty_fragments_only_goes_out_as_it_came():
     assert check(data).tool_uses[1]["input"] == {}
     for pieces in every_cut(data, "empty-suspect"):
         assert repair(pieces, dedupe=True) == (data, {})
+
+
+@pytest.mark.parametrize("asked", [True, False], ids=["table", "turned-around"])
+def test_the_fast_paths_ask_the_table(monkeypatch, asked: bool):
+    """With the table's answers turned around (an open call's fragment streams, a suspect's
+    is collected, an open call's end changes nothing), every fragment and every end takes
+    the driver's lookup; the fast paths have no answer of their own."""
+    if not asked:
+        monkeypatch.setattr(driver, "S1_STREAMS", ())
+        monkeypatch.setattr(native_calls, "_COLLECTS", ())
+        monkeypatch.setattr(native_calls, "_DONE", ())
+    looked_up = 0
+    lookup = CallDriver._input
+
+    def counting(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal looked_up
+        looked_up += 1
+        return lookup(self, *args, **kwargs)
+
+    monkeypatch.setattr(CallDriver, "_input", counting)
+    data = streams.recorded(PARALLEL)  # three calls of one name: the second and third suspects
+    assert repair(data, dedupe=True) == (data, {})
+    fragments = sum(
+        e["type"] == "content_block_delta" and e["delta"]["type"] == "input_json_delta"
+        for e in streams.parsed(PARALLEL)
+    )
+    calls = len(streams.tool_indexes(streams.parsed(PARALLEL)))
+    # asked: each call named, each suspect's end; else also every fragment and the open end
+    assert looked_up == (calls + calls - 1 if asked else 2 * calls + fragments)
