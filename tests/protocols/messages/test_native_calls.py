@@ -177,3 +177,25 @@ def test_the_fast_paths_ask_the_table(monkeypatch, asked: bool):
     calls = len(streams.tool_indexes(streams.parsed(PARALLEL)))
     # asked: each call named, each suspect's end; else also every fragment and the open end
     assert looked_up == (calls + calls - 1 if asked else 2 * calls + fragments)
+
+
+@pytest.mark.parametrize("asked", [True, False], ids=["table", "turned-around"])
+def test_the_markup_arguments_ask_the_table(monkeypatch, asked: bool):
+    if not asked:
+        monkeypatch.setattr(driver, "S1_STREAMS", ())
+        monkeypatch.setattr(native_calls, "_DONE", ())
+    looked_up = 0
+    lookup = CallDriver._input
+
+    def counting(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal looked_up
+        looked_up += 1
+        return lookup(self, *args, **kwargs)
+
+    monkeypatch.setattr(CallDriver, "_input", counting)
+    broken = streams.sse(streams.hermes_markup(streams.parsed("anthropic-sonnet45-text-only")))
+    expected, _ = repair(broken)
+    # asked: the call is named, and nothing else looks the pair up; else its arguments and
+    # its end do too
+    assert (looked_up == 1) if asked else (looked_up >= 3)
+    assert check(expected).tool_uses[0]["input"] == {"location": 'Paris, "FR"'}

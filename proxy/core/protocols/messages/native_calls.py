@@ -92,10 +92,8 @@ class CallBlocks(ClientSide):
             self._keep(call, text)
             assert call.index is not None
             self._write_at(call.index, event, payload, changed)
-        elif call.state in _COLLECTS:  # the table's answer too: ARGS keeps the text
-            self._collect(call, CallInput.ARGS, text, (event, payload, changed))
         else:
-            self._input(call, CallInput.ARGS, text, None, extras=(event, payload, changed))
+            self._unstreamed_args(call, text, (event, payload, changed))
         if not text:
             return False
         end = block.end
@@ -104,6 +102,15 @@ class CallBlocks(ClientSide):
             return False
         self._end_input(call)
         return True
+
+    def _unstreamed_args(self, call: ToolCall, text: str, extras: Item | None) -> None:
+        """ARGS for a call whose fragments do not stream (``call.streams``: its callers send
+        those themselves, the cost of a fragment): a suspect's are collected (the table's
+        answer, asked once), and the table is asked for any other."""
+        if call.state in _COLLECTS:
+            self._collect(call, CallInput.ARGS, text, extras)
+        else:
+            self._input(call, CallInput.ARGS, text, None, extras=extras)
 
     def _end_input(self, call: ToolCall, *, cut: bool = False) -> None:
         if call.whole:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from proxy.core.calls.state import CallInput
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Segment, Text
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.messages.native_block import Block, ToolCall, input_parses
@@ -75,10 +74,14 @@ class TextMarkup(CallBlocks):
                     self._markup_call = call  # a suspect is held: the text block stays open
                     self._name_call(call)
                 case CallArgs(text=text):
-                    if self._markup_call is None:  # outside a call (a dialect bug): text
+                    current = self._markup_call
+                    if current is None:  # outside a call (a dialect bug): text
                         self._segments(block, [Text(text)])
+                    elif current.streams:  # the table's answer, kept on the call: sent
+                        self._keep(current, text)
+                        self._emit_input(current, text)
                     else:
-                        self._input(self._markup_call, CallInput.ARGS, text, None)
+                        self._unstreamed_args(current, text, None)
                 case CallClose(error=error):
                     if error is not None:
                         self._note(Repair.MARKUP_BROKEN)
