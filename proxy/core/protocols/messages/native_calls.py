@@ -25,6 +25,11 @@ the proxy's for a markup call. The index is the driver's (``_identify``, one cou
 client's other blocks, native_client.py); so is the id of a tool_use block the upstream sent
 without one (``toolu_`` and a fresh id, ``id-missing``).
 
+A fragment of a call that streams (the table's answer, kept on the call: ``streams``) goes out
+without a lookup, as chat's hot paths do; a suspect's is collected and an open call's end
+changes nothing by answers asked of the table once (``_COLLECTS``, ``_DONE``): a test turns
+them around and sees every fragment and end look the pair up.
+
 The repeat rule is proxy/core/protocols/native_repeats.py's, not calls/repeats.py's: a native
 stream's calls follow one another, and the rule the Messages repairer has kept compares a call
 with the last one not dropped (a third equal call is dropped too), takes an empty input for
