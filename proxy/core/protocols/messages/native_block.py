@@ -27,16 +27,19 @@ class InputEnd:
         self._started = False
         self._broken = False
 
-    def feed(self, text: str) -> None:
-        if self._value.done or self._broken:
-            return
-        if not self._started:
-            text = text.lstrip()
-            if not text:
-                return
-            self._started = True
-        self._value.advance(text, 0, False)
-        self._broken = self._value.error is not None
+    def feed(self, text: str) -> bool:
+        """Take the next fragment; whether the input is now complete (as ``complete``, which
+        a fragment's caller then need not ask)."""
+        value = self._value
+        if not (value.done or self._broken):
+            if not self._started:
+                text = text.lstrip()
+                if not text:
+                    return False
+                self._started = True
+            value.advance(text, 0, False)
+            self._broken = value.error is not None
+        return value.done and not self._broken
 
     @property
     def complete(self) -> bool:

@@ -99,11 +99,7 @@ class CallBlocks(ClientSide):
             self._write_at(call.index, event, payload, changed)
         else:
             self._unstreamed_args(call, text, (event, payload, changed))
-        if not text:
-            return False
-        end = block.end
-        end.feed(text)
-        if not end.complete:
+        if not text or not block.end.feed(text):
             return False
         self._end_input(call)
         return True
