@@ -150,24 +150,31 @@ def test_a_held_call_of_empty_fragments_only_goes_out_as_it_came():
         assert repair(pieces, dedupe=True) == (data, {})
 
 
+def lookups(monkeypatch: pytest.MonkeyPatch, *, asked: bool) -> list[int]:
+    """Count the driver's table lookups (one item a lookup); with ``asked`` False, the
+    table's answers the fast paths take are turned around first (no state streams, collects
+    or ends with nothing to do)."""
+    if not asked:
+        monkeypatch.setattr(driver, "S1_STREAMS", ())
+        monkeypatch.setattr(native_calls, "_COLLECTS", ())
+        monkeypatch.setattr(native_calls, "_DONE", ())
+    looked_up: list[int] = []
+    lookup = CallDriver._input
+
+    def counting(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        looked_up.append(1)
+        return lookup(self, *args, **kwargs)
+
+    monkeypatch.setattr(CallDriver, "_input", counting)
+    return looked_up
+
+
 @pytest.mark.parametrize("asked", [True, False], ids=["table", "turned-around"])
 def test_the_fast_paths_ask_the_table(monkeypatch, asked: bool):
     """With the table's answers turned around (an open call's fragment streams, a suspect's
     is collected, an open call's end changes nothing), every fragment and every end takes
     the driver's lookup; the fast paths have no answer of their own."""
-    if not asked:
-        monkeypatch.setattr(driver, "S1_STREAMS", ())
-        monkeypatch.setattr(native_calls, "_COLLECTS", ())
-        monkeypatch.setattr(native_calls, "_DONE", ())
-    looked_up = 0
-    lookup = CallDriver._input
-
-    def counting(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        nonlocal looked_up
-        looked_up += 1
-        return lookup(self, *args, **kwargs)
-
-    monkeypatch.setattr(CallDriver, "_input", counting)
+    looked_up = lookups(monkeypatch, asked=asked)
     data = streams.recorded(PARALLEL)  # three calls of one name: the second and third suspects
     assert repair(data, dedupe=True) == (data, {})
     fragments = sum(
@@ -176,26 +183,15 @@ def test_the_fast_paths_ask_the_table(monkeypatch, asked: bool):
     )
     calls = len(streams.tool_indexes(streams.parsed(PARALLEL)))
     # asked: each call named, each suspect's end; else also every fragment and the open end
-    assert looked_up == (calls + calls - 1 if asked else 2 * calls + fragments)
+    assert len(looked_up) == (calls + calls - 1 if asked else 2 * calls + fragments)
 
 
 @pytest.mark.parametrize("asked", [True, False], ids=["table", "turned-around"])
 def test_the_markup_arguments_ask_the_table(monkeypatch, asked: bool):
-    if not asked:
-        monkeypatch.setattr(driver, "S1_STREAMS", ())
-        monkeypatch.setattr(native_calls, "_DONE", ())
-    looked_up = 0
-    lookup = CallDriver._input
-
-    def counting(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        nonlocal looked_up
-        looked_up += 1
-        return lookup(self, *args, **kwargs)
-
-    monkeypatch.setattr(CallDriver, "_input", counting)
+    looked_up = lookups(monkeypatch, asked=asked)
     broken = streams.sse(streams.hermes_markup(streams.parsed("anthropic-sonnet45-text-only")))
     expected, _ = repair(broken)
     # asked: the call is named, and nothing else looks the pair up; else its arguments and
     # its end do too
-    assert (looked_up == 1) if asked else (looked_up >= 3)
+    assert (len(looked_up) == 1) if asked else (len(looked_up) >= 3)
     assert check(expected).tool_uses[0]["input"] == {"location": 'Paris, "FR"'}
