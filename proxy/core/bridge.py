@@ -1,9 +1,11 @@
 """A chat upstream's stream for a client of another protocol: repair as chat, then translate.
 
 Upstream bytes go through the chat stream (chat/sse_stream.py: every chat repair and markup
-dialect), whose canonical chunks the chat decoder turns into neutral events for the client
-protocol's encoder. The bridge has the chat stream's verbs (``feed(bytes)``,
-``close(complete=...)``), so the shell drives it as it drives a chat stream.
+dialect), whose normalizer writes neutral events for the client protocol's encoder
+(chat/neutral.py) where it would write canonical chunks for a chat client: what it sends
+is read as events before it becomes chat bytes, so nothing is rendered to be parsed again.
+The bridge has the chat stream's verbs (``feed(bytes)``, ``close(complete=...)``), so the
+shell drives it as it drives a chat stream.
 
 The one rule of its own: chat bytes never reach a client of another protocol. The chat path
 fails open by forwarding the upstream's bytes as they came (past the cap, or past an event
@@ -23,21 +25,21 @@ from dataclasses import dataclass
 from proxy.core.events import Failed, StreamEvent
 from proxy.core.protocols.base import Encoder
 from proxy.core.protocols.chat.chunks import JSONObject
-from proxy.core.protocols.chat.decode import ChatDecoder
+from proxy.core.protocols.chat.neutral import NeutralWriter
 from proxy.core.protocols.chat.normalize import StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
-from proxy.core.sse import Event, SSEDecoder
 
 GAVE_UP = "the proxy could not rewrite the upstream's stream (it outgrew the proxy's limits)"
 
 
 class ChatBridge:
     def __init__(self, chat: ChatSSEStream, encoder: Encoder, *, max_event_bytes: int) -> None:
+        del max_event_bytes  # nothing is decoded here: the chat stream's decoder keeps the limit
         self.normalizer: StreamNormalizer = chat.normalizer
         self._chat = chat
         self._encoder = encoder
-        self._chunks = SSEDecoder(max_event_bytes=max_event_bytes)
-        self._decoder = ChatDecoder()
+        self._events = NeutralWriter()
+        self.normalizer.write_events(self._events)
         self._failed = False
         self.dropped_bytes = 0  #: upstream bytes read after the stream failed
 
@@ -45,33 +47,25 @@ class ChatBridge:
         if self._failed:
             self.dropped_bytes += len(chunk)
             return []
-        return self._translate(self._chat.feed(chunk))
+        self._chat.feed(chunk)
+        return self._translate()
 
     def close(self, *, complete: bool) -> list[bytes]:
         if self._failed:
             return []
-        out = self._translate(self._chat.close(complete=complete))
-        return out + self._end(complete)
+        self._chat.close(complete=complete)
+        out = self._translate()
+        if self.normalizer.gave_up:  # the chat stream gave up while it closed
+            return out
+        return out + self._encode(self._events.close(complete=complete))
 
-    def _end(self, complete: bool) -> list[bytes]:
-        if self._failed:  # the chat stream gave up while it closed
-            return []
-        out: list[bytes] = []
-        for item in self._chunks.close():
-            if isinstance(item, Event):
-                out += self._encode(self._decoder.feed_event(item))
-        return out + self._encode(self._decoder.close(complete=complete))
-
-    def _translate(self, written: list[bytes]) -> list[bytes]:
+    def _translate(self) -> list[bytes]:
+        events = self._events.take()
         if self.normalizer.gave_up:
+            # what the give-up released is chat the client may not get: the failure instead
             self._failed = True
             return self._encode([Failed(GAVE_UP, "proxy_error")])
-        out: list[bytes] = []
-        for data in written:
-            for item in self._chunks.feed(data):
-                if isinstance(item, Event):
-                    out += self._encode(self._decoder.feed_event(item))
-        return out
+        return self._encode(events)
 
     def _encode(self, events: list[StreamEvent]) -> list[bytes]:
         encoder = self._encoder

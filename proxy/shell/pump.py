@@ -125,7 +125,8 @@ async def pump(
     was_reset = watch_connection(upstream)
     end = End.COMPLETE
     watchdog = _Watchdog(idle_timeout, client_write_timeout)
-    turn = _Turn(transform, downstream, meter) if transform is not None else None
+    feed = transform.feed if transform is not None else None
+    spent = 0.0  # rewriting since the loop last ran other tasks
     try:
         async with watchdog:
             while True:
@@ -143,12 +144,28 @@ async def pump(
                     if was_reset():
                         end = End.DROPPED
                     break
-                if turn is None:
+                if feed is None:
                     meter.relayed(chunk)
                     await downstream.write(chunk)
                     continue
                 meter.received(chunk)
-                await turn.rewrite(chunk)
+                if len(chunk) > SLICE_BYTES:
+                    spent = await _rewrite_slices(feed, chunk, downstream, meter, spent)
+                    continue
+                # The usual read, one slice, is rewritten here: a coroutine for it would cost
+                # more than the rewriting of a read that needs nothing.
+                started = perf_counter()
+                out = feed(chunk)
+                took = perf_counter() - started
+                if out:
+                    data = out[0] if len(out) == 1 else b"".join(out)
+                    meter.sending(data)
+                    await downstream.write(data)
+                spent += took
+                if spent >= TURN_SECONDS:
+                    await asyncio.sleep(0)
+                    spent = 0.0
+                meter.processing.append(took)
     except TimeoutError:
         end = End.IDLE_TIMEOUT if watchdog.reading else End.CLIENT_STALLED
     if transform is not None and end is not End.CLIENT_STALLED:
@@ -166,44 +183,41 @@ async def pump(
     return end
 
 
-class _Turn:
-    """Rewrites reads and writes what they release, stepping aside for the loop's other
-    tasks after every ``TURN_SECONDS`` of rewriting. The work is counted across reads: a
-    read that waited for the upstream let the loop run, but counting it anyway costs at
-    most one extra turn of the loop per ``TURN_SECONDS``."""
+async def _rewrite_slices(
+    feed: Callable[[bytes], list[bytes]],
+    chunk: bytes,
+    downstream: web.StreamResponse,
+    meter: StreamMeter,
+    spent: float,
+) -> float:
+    """Rewrite a read larger than a slice and write what it releases, stepping aside for the
+    loop's other tasks after every ``TURN_SECONDS`` of rewriting; returns the rewriting since
+    the loop last ran them. The work is counted across reads (``spent``, the pump's): a read
+    that waited for the upstream let the loop run, but counting it anyway costs at most one
+    extra turn of the loop per ``TURN_SECONDS``."""
+    took = 0.0
+    out: list[bytes] = []
+    for part in slices(chunk, SLICE_BYTES):
+        started = perf_counter()
+        out += feed(part)
+        part_took = perf_counter() - started
+        took += part_took
+        spent += part_took
+        if spent >= TURN_SECONDS:
+            await _write(out, downstream, meter)
+            out = []
+            await asyncio.sleep(0)
+            spent = 0.0
+    meter.processing.append(took)
+    await _write(out, downstream, meter)
+    return spent
 
-    __slots__ = ("_downstream", "_meter", "_spent", "_transform")
 
-    def __init__(
-        self, transform: BodyTransform, downstream: web.StreamResponse, meter: StreamMeter
-    ) -> None:
-        self._transform = transform
-        self._downstream = downstream
-        self._meter = meter
-        self._spent = 0.0  # rewriting since the loop last ran other tasks
-
-    async def rewrite(self, chunk: bytes) -> None:
-        spent = 0.0
-        out: list[bytes] = []
-        for part in slices(chunk, SLICE_BYTES):
-            started = perf_counter()
-            out += self._transform.feed(part)
-            took = perf_counter() - started
-            spent += took
-            self._spent += took
-            if self._spent >= TURN_SECONDS:
-                await self._write(out)
-                out = []
-                await asyncio.sleep(0)
-                self._spent = 0.0
-        self._meter.processing.append(spent)
-        await self._write(out)
-
-    async def _write(self, out: list[bytes]) -> None:
-        if out:
-            data = out[0] if len(out) == 1 else b"".join(out)
-            self._meter.sending(data)
-            await self._downstream.write(data)
+async def _write(out: list[bytes], downstream: web.StreamResponse, meter: StreamMeter) -> None:
+    if out:
+        data = out[0] if len(out) == 1 else b"".join(out)
+        meter.sending(data)
+        await downstream.write(data)
 
 
 def watch_connection(upstream: ClientResponse) -> Callable[[], bool]:

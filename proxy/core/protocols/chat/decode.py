@@ -13,6 +13,7 @@ settle. A call still open at a ``length`` finish was cut off (``CallClosed(compl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 from proxy.core.events import (
@@ -43,7 +44,7 @@ class ChatDecoder:
     def __init__(self) -> None:
         self._started = False
         self._ended = False
-        self._calls: dict[int, int] = {}  # the chunk's tool-call index -> the event index
+        self._calls: dict[object, int] = {}  # the chunk's tool-call index -> the event index
         self._open: list[int] = []  # event indexes of calls not closed yet, in opening order
         self.ignored = 0  #: data events that were not a chunk this decoder reads
 
@@ -58,12 +59,7 @@ class ChatDecoder:
 
     def feed_chunk(self, chunk: JSONObject) -> list[StreamEvent]:
         out: list[StreamEvent] = []
-        if not self._started:
-            self._started = True
-            out.append(_started(chunk))
-        error = chunk.get("error")
-        if error is not None:
-            out.append(failed(error))
+        if not self._envelope(chunk, out):
             return out
         choices = chunk.get("choices")
         for choice in choices if isinstance(choices, list) else ():
@@ -71,39 +67,61 @@ class ChatDecoder:
                 self.ignored += 1
                 continue
             self._choice(choice, out)
+        self._usage(chunk, out)
+        return out
+
+    def _envelope(self, chunk: JSONObject, out: list[StreamEvent]) -> bool:
+        """A chunk begins: ``Started`` if it is the first; whether its choices and usage are
+        read (an ``error`` in it makes it a failure instead)."""
+        if not self._started:
+            self._started = True
+            out.append(started_event(chunk))
+        error = chunk.get("error")
+        if error is not None:
+            out.append(failed(error))
+            return False
+        return True
+
+    def _usage(self, chunk: JSONObject, out: list[StreamEvent]) -> None:
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             out.append(usage_event(usage))
-        return out
 
     def _choice(self, choice: JSONObject, out: list[StreamEvent]) -> None:
         delta = choice.get("delta")
         if isinstance(delta, dict):
-            for key in _REASONING_KEYS:
-                text = delta.get(key)
-                if isinstance(text, str) and text:
-                    out.append(ReasoningDelta(text))
-            text = delta.get("content")
-            if isinstance(text, str) and text:
-                out.append(TextDelta(text))
-            calls = delta.get("tool_calls")
-            for entry in calls if isinstance(calls, list) else ():
-                if isinstance(entry, dict):
-                    self._call_entry(entry, out)
+            self._delta(delta, out)
         reason = choice.get("finish_reason")
         if isinstance(reason, str) and reason:
             out.extend(self._finish(reason, choice.get("stop_reason")))
 
+    def _delta(self, delta: Mapping[str, object], out: list[StreamEvent]) -> None:
+        for key in _REASONING_KEYS:
+            text = delta.get(key)
+            if isinstance(text, str) and text:
+                out.append(ReasoningDelta(text))
+        text = delta.get("content")
+        if isinstance(text, str) and text:
+            out.append(TextDelta(text))
+        calls = delta.get("tool_calls")
+        for entry in calls if isinstance(calls, list) else ():
+            if isinstance(entry, dict):
+                self._call_entry(entry, out)
+
     def _call_entry(self, entry: JSONObject, out: list[StreamEvent]) -> None:
-        key = entry.get("index", 0)
         fn = entry.get("function")
         fn = fn if isinstance(fn, dict) else {}
+        self._call(entry.get("index", 0), entry.get("id"), fn.get("name"), fn.get("arguments"), out)
+
+    def _call(
+        self, key: object, ident: object, name: object, args: object, out: list[StreamEvent]
+    ) -> None:
+        """One tool-call entry: its call opened when its index is new, then its arguments."""
         index = self._calls.get(key)
         if index is None:
             index = self._calls[key] = len(self._calls)
             self._open.append(index)
-            out.append(CallOpened(index, str(entry.get("id") or ""), str(fn.get("name") or "")))
-        args = fn.get("arguments")
+            out.append(CallOpened(index, str(ident or ""), str(name or "")))
         if isinstance(args, str) and args:
             out.append(ArgumentsDelta(index, args))
 
@@ -127,7 +145,7 @@ class ChatDecoder:
         return out
 
 
-def _started(chunk: JSONObject) -> Started:
+def started_event(chunk: JSONObject) -> Started:
     ident, model, created = chunk.get("id"), chunk.get("model"), chunk.get("created")
     return Started(
         ident if isinstance(ident, str) else None,

@@ -3,6 +3,7 @@
 The aiohttp shell feeds every item of proxy.core.sse's decoder to :meth:`StreamNormalizer.feed`
 and writes what comes back, in order; at the end it calls :meth:`StreamNormalizer.close`.
 Nothing here does I/O, keeps a clock or draws random numbers (ids come from ``new_id``).
+For a client of another protocol the output is neutral events instead (chat/output.py).
 
 Rules kept at this level (the per-choice work is in chat/choice.py, the client's chunks are
 built in chat/render.py, and the chunk shapes of the hot paths are kept in
@@ -61,8 +62,10 @@ from proxy.core.protocols.chat.chunks import (
     writable,
 )
 from proxy.core.protocols.chat.completion import normalize_completion
+from proxy.core.protocols.chat.output import Output
 from proxy.core.protocols.chat.pieces import Piece, Sink, Slot, Source, StreamContext
-from proxy.core.protocols.chat.render import render_own, render_released
+from proxy.core.protocols.chat.render import render_own
+from proxy.core.protocols.chat.sent import Own, Sent
 from proxy.core.protocols.chat.shape_repeats import MarkupRepeat, ShapeRepeat
 from proxy.core.protocols.chat.tooldelta import read_choices
 from proxy.core.repairs import Repair
@@ -78,7 +81,7 @@ __all__ = [
 _REASONING_KEYS: Final = ("reasoning_content", "reasoning")
 
 
-class StreamNormalizer:
+class StreamNormalizer(Output):
     """One streamed response. ``repairs`` counts what was changed, by kind (proxy.core.repairs);
     ``dropped_arguments`` lists argument text removed on purpose (a re-sent copy, Q17, or a
     ``{}`` placeholder), so no byte leaves without a trace."""
@@ -86,6 +89,7 @@ class StreamNormalizer:
     def __init__(
         self, options: NormalizeOptions, request: RequestInfo, *, new_id: Callable[[], str]
     ) -> None:
+        super().__init__()  # chat bytes out, unless write_events says otherwise (chat/output.py)
         self.options = options
         extract: tuple[str, ...] = ()
         in_reasoning = reasoning_names(options.dialects, options.extract_from_reasoning)
@@ -105,7 +109,7 @@ class StreamNormalizer:
         self.dropped_arguments: list[str] = self._ctx.dropped
         self._interesting = interest_pattern(extract)
         self._choices: dict[int, ChoiceNormalizer] = {}
-        self._queue: deque[bytes | Slot] = deque()  # output behind a held call
+        self._queue: deque[Sent | Slot] = deque()  # output behind a held call
         self._queued = 0  # bytes in the queue, counted toward max_held_bytes
         self._raw = False  # gave up rewriting: everything goes out as it came
         self._blind = False  # the decoder stopped parsing (an oversize event)
@@ -133,7 +137,8 @@ class StreamNormalizer:
         out = self._feed(item)
         if self._over_cap():
             out += self._give_up()
-        return out
+        # chat: all it sends is bytes (said so with no cast call, on every event)
+        return out if self._writer is None else self._write(out)  # type: ignore[return-value]
 
     def feed_read(self, data: bytes, events: int) -> list[bytes] | None:
         """The bytes to write for a read of ``events`` whole one-line data events (``data``,
@@ -146,6 +151,7 @@ class StreamNormalizer:
         with each). The caller does not feed the read after this."""
         if self._queue or self._roles_due or b"[DONE]" in data:
             return None
+        out: list[Sent]
         # the markup path is asked first: its chunks would fail the others' checks anyway
         if self._raw:
             out = [data]
@@ -155,45 +161,47 @@ class StreamNormalizer:
             and (sent := self._markup.take(plain_data(data))) is not None
         ):
             out = [sent]
-        elif (self._repeat is not None and self._repeat.take_read(data, events)) or (
-            self._interesting.search(data) is None and envelopes_sure(data, events)
-        ):
+        elif self._repeat is not None and (texts := self._repeat.take_read(data, events)):
+            out = [data] if self._writer is None else self._said_all(self._repeat.key, texts)
+        elif self._interesting.search(data) is None and envelopes_sure(data, events):
             out = [data]
         else:
             return None
         self._data_seen = True
         if self._over_cap():
             out += self._give_up()
-        return out
+        return out if self._writer is None else self._write(out)  # type: ignore[return-value]
 
     def _over_cap(self) -> bool:
         """What is held outgrew max_held_bytes (while rewriting)."""
         return not self._raw and self._ctx.held + self._queued > self.options.max_held_bytes
 
-    def _feed(self, item: Event | RawBytes) -> list[bytes]:
+    def _feed(self, item: Event | RawBytes) -> list[Sent]:
         if isinstance(item, RawBytes):
             return self._raw_bytes(item)
         data = item.data
         if data is None:
             if item.fields and not self._raw:
                 return self._send(self._error_field(item))
-            return self._send([item.raw])
+            return self._send([self._as_came(item)])
         if data[:6] == b"[DONE]" and not data[6:].strip():
             return self._done_event(item)
         self._data_seen = True
         if self._raw:
-            return self._send([item.raw])
+            return self._send([self._as_came(item)])
         if item.event is None:  # the chunk shapes of the hot paths are those of plain events
             if self._markup is not None and (sent := self._markup.take(data)) is not None:
                 return self._send([sent])
-            if self._repeat is not None and self._repeat.take(data):
-                return self._send([item.raw])
+            if self._repeat is not None and (text := self._repeat.take(data)) is not None:
+                if self._writer is None:
+                    return self._send([item.raw])
+                return self._send([self._said(self._repeat.key, text, len(item.raw))])
         if (
             not self._roles_due
             and self._interesting.search(data) is None
             and not envelope_unsure(data)
         ):
-            return self._send([item.raw])
+            return self._send([self._as_came(item)])
         return self._chunk(item, data)
 
     def close(self, *, complete: bool) -> list[bytes]:
@@ -208,56 +216,64 @@ class StreamNormalizer:
         if complete and not self._done and self._data_seen and ended_well:
             self.repairs[Repair.MISSING_DONE] += 1
             out.append(DONE)
-        return out
+        return out if self._writer is None else self._write(out)  # type: ignore[return-value]
 
     # -- events ------------------------------------------------------------------------------
 
-    def _chunk(self, event: Event, data: bytes) -> list[bytes]:
+    def _chunk(self, event: Event, data: bytes) -> list[Sent]:
         obj = loads(data)
         if not isinstance(obj, dict) or not writable(obj, data):
-            return self._send([event.raw])
+            return self._send([self._kept(event, obj if isinstance(obj, dict) else None)])
         if "error" in obj:
             self._error_seen = True
         choices = obj.get("choices")
         if not isinstance(choices, list):
-            return self._send([event.raw])
+            return self._send([self._kept(event, obj)])
         if self._repair_envelope(obj, choices):
             # from here on the repaired chunk stands for the upstream's
             data = dumps(obj)
             event = replace(event, raw=encode_event(data, event=event.event), data=data)
         if not choices:
-            return self._send([event.raw])
+            return self._send([self._kept(event, obj)])
         source = Source(event, obj)
         only = choices[0] if len(choices) == 1 else None
         if isinstance(only, dict):
             index = only.get("index", 0)
             known = self._choices.get(index) if type(index) is int else None
             if known is not None and known.take_plain_text(only, source):
-                self._repeat = ShapeRepeat.of(
-                    event, data, known, b"content", only["delta"]["content"]
+                text = only["delta"]["content"]
+                repeats = self._repeats(obj, only)
+                self._repeat = (
+                    ShapeRepeat.of(event, data, known, b"content", text) if repeats else None
                 )
-                return self._send([event.raw])
+                return self._send([self._kept(event, obj)])
             if known is not None and known.take_canonical_fragment(only, source):
                 [entry] = only["delta"]["tool_calls"]
-                text = entry["function"]["arguments"]
-                self._repeat = ShapeRepeat.of(
-                    event, data, known, b"arguments", text, entry["index"]
+                text, key = entry["function"]["arguments"], entry["index"]
+                repeats = self._repeats(obj, only)
+                self._repeat = (
+                    ShapeRepeat.of(event, data, known, b"arguments", text, key) if repeats else None
                 )
-                return self._send([event.raw])
+                return self._send([self._kept(event, obj)])
             if known is not None and (markup := known.take_markup_args(only, source)) is not None:
+                text = only["delta"]["content"]
+                if self._writer is not None:
+                    sent = Own(source, choices, [markup])
+                    self._markup = MarkupRepeat.of_pieces(event, data, text, sent, known)
+                    return self._send([sent])
                 out = render_own(source, choices, [markup])
-                self._markup = MarkupRepeat.of(event, data, only["delta"]["content"], out, known)
-                return self._send(out)
+                self._markup = MarkupRepeat.of(event, data, text, out, known)
+                return self._send(list(out))
         reads = read_choices(choices)
         if reads is None:
-            return self._send([event.raw])
+            return self._send([self._kept(event, obj)])
         own: list[list[Piece]] = []
         slots: list[Slot] = []
         for position, (choice, tool) in enumerate(zip(choices, reads, strict=True)):
             sink = Sink(source)
             own.append(self._choice(choice, position, source).process(choice, tool, sink))
             slots += sink.new_slots()
-        return self._send(render_own(source, choices, own), slots)
+        return self._send(self._own(source, choices, own), slots)
 
     def _repair_envelope(self, chunk: JSONObject, choices: list[object]) -> bool:
         """Name the chunk a ``chat.completion.chunk`` (openai-python's stream helper drops any
@@ -301,7 +317,7 @@ class StreamNormalizer:
         self._roles_seen.add(key)
         return "role" not in delta
 
-    def _send(self, out: list[bytes], slots: list[Slot] | None = None) -> list[bytes]:
+    def _send(self, out: list[Sent], slots: list[Slot] | None = None) -> list[Sent]:
         """Output in the upstream's order: whatever comes after a held call waits behind it."""
         if not self._queue and not slots:
             return out
@@ -309,14 +325,14 @@ class StreamNormalizer:
         self._queued += sum(map(len, out))
         if slots:
             self._queue.extend(slots)
-        sent: list[bytes] = []
+        sent: list[Sent] = []
         queue = self._queue
         while queue:
             head = queue[0]
             if isinstance(head, Slot):
                 if not head.done:
                     break
-                sent += [render_released(piece) for piece in head.pieces]
+                sent += [self._released(piece) for piece in head.pieces]
             else:
                 sent.append(head)
                 self._queued -= len(head)
@@ -331,25 +347,28 @@ class StreamNormalizer:
             normalizer = self._choices[key] = ChoiceNormalizer(self._ctx, source, choice)
         return normalizer
 
-    def _done_event(self, event: Event) -> list[bytes]:
+    def _done_event(self, event: Event) -> list[Sent]:
         out = [] if self._raw else self._end(complete=True)
         self._done = True
-        return out + self._send([event.raw])
+        return out + self._send([self._as_came(event)])
 
-    def _error_field(self, event: Event) -> list[bytes]:
+    def _error_field(self, event: Event) -> list[Sent]:
         """Q30: llama.cpp reports errors in an ``error:`` field, which SSE clients ignore."""
         values = [value for name, value in event.fields if name == "error"]
         if not values:
-            return [event.raw]
+            return [self._as_came(event)]
         text = "\n".join(values)
         payload = loads(text)
         if payload is INVALID:
             payload = {"message": text}
         self.repairs[Repair.ERROR_FIELD] += 1
         self._error_seen = True
-        return [encode_event(dumps({"error": payload}), event=event.event)]
+        chunk = {"error": payload}
+        return [
+            self._kept(replace(event, raw=encode_event(dumps(chunk), event=event.event)), chunk)
+        ]
 
-    def _raw_bytes(self, item: RawBytes) -> list[bytes]:
+    def _raw_bytes(self, item: RawBytes) -> list[Sent]:
         out = [] if self._raw else self._end(complete=False)
         if item.reason == "oversize":
             if not self._raw:
@@ -357,16 +376,17 @@ class StreamNormalizer:
             self._raw = self._blind = True
         else:
             self._tail = True
-        out.append(item.raw)
+        if self._writer is None:  # the bridge reads no event off bytes that are none
+            out.append(item.raw)
         return out
 
-    def _give_up(self) -> list[bytes]:
+    def _give_up(self) -> list[Sent]:
         self.repairs[Repair.CAP_REACHED] += 1
         out = self._end(complete=False)
         self._raw = True
         return out
 
-    def _end(self, *, complete: bool) -> list[bytes]:
+    def _end(self, *, complete: bool) -> list[Sent]:
         """Send everything held in every choice; with ``complete``, the missing finishes."""
         late: list[Piece] = []
         synthesize = complete and not self._error_seen
@@ -374,4 +394,4 @@ class StreamNormalizer:
             sink = Sink(None)
             self._choices[key].end_stream(sink, complete=complete, synthesize=synthesize)
             late += sink.late
-        return self._send([render_released(piece) for piece in late])
+        return self._send([self._released(piece) for piece in late])

@@ -10,11 +10,13 @@ the new text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from proxy.core.protocols.chat.choice import ChoiceNormalizer
 from proxy.core.protocols.chat.chunkshape import ChunkShape
 from proxy.core.protocols.chat.pieces import Call
+from proxy.core.protocols.chat.sent import Own, Sent
 from proxy.core.sse import Event, plain_data, plain_datas
 
 
@@ -41,37 +43,39 @@ class ShapeRepeat:
         shape = ChunkShape.around(data, field, text) if event.event is None else None
         return None if shape is None else cls(shape, choice, key)
 
-    def take(self, data: bytes) -> bool:
-        """Whether ``data`` repeats the shape with a text that takes the hot path (which then
-        does its bookkeeping)."""
+    def take(self, data: bytes) -> str | None:
+        """The text of ``data`` when it repeats the shape with a text that takes the hot path
+        (which then does its bookkeeping); else None."""
         text = self.shape.text(data)
         if text is None:
-            return False
+            return None
         if self.key is None:
-            return self.choice.text_passes(text)
-        return self.choice.fragment_passes(self.key, text)
+            return text if self.choice.text_passes(text) else None
+        return text if self.choice.fragment_passes(self.key, text) else None
 
-    def take_read(self, read: bytes, events: int) -> bool:
-        """``take`` for every event of a read of whole one-line data events, all or none."""
+    def take_read(self, read: bytes, events: int) -> list[str] | None:
+        """``take`` for every event of a read of whole one-line data events, all or none:
+        their texts."""
         if events == 1:
-            return self.take(plain_data(read))
+            text = self.take(plain_data(read))
+            return None if text is None else [text]
         texts: list[str] = []
         for data in plain_datas(read):
             text = self.shape.text(data)
             if text is None:
-                return False
+                return None
             texts.append(text)
         if self.key is None:
-            return all(map(self.choice.text_passes, texts))
+            return texts if all(map(self.choice.text_passes, texts)) else None
         kept: list[tuple[Call, str]] = []
         for text in texts:
             call = self.choice.fragment_call(self.key, text)
             if call is None:
-                return False
+                return None
             kept.append((call, text))
         for call, text in kept:
             self.choice.keep_fragment(call, text)
-        return True
+        return texts
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +86,9 @@ class MarkupRepeat:
     (``ShapeRepeat`` does the same for chunks that go out as they came)."""
 
     shape: ChunkShape
-    sent: ChunkShape  # of the encoded event, "data: " and the blank line included
+    #: the chunk sent for a text: the encoded event's shape around it ("data: " and the blank
+    #: line included), or for the bridge the same pieces with the text (chat/sent.py)
+    sent: Callable[[str], Sent]
     choice: ChoiceNormalizer
     call: Call  # the sent chunk carries its index
 
@@ -95,12 +101,24 @@ class MarkupRepeat:
             return None
         shape = ChunkShape.around(data, b"content", text)
         sent = ChunkShape.around(out[0], b"arguments", text)
-        return None if shape is None or sent is None else cls(shape, sent, choice, call)
+        return None if shape is None or sent is None else cls(shape, sent.with_text, choice, call)
 
-    def take(self, data: bytes) -> bytes | None:
+    @classmethod
+    def of_pieces(
+        cls, event: Event, data: bytes, text: str, sent: Own, choice: ChoiceNormalizer
+    ) -> MarkupRepeat | None:
+        """``of`` for a normalizer that sends pieces (the bridge's): a chunk of the same
+        shape sends the same pieces around its text."""
+        call = choice.markup_call
+        if event.event is not None or call is None:
+            return None
+        shape = ChunkShape.around(data, b"content", text)
+        return None if shape is None else cls(shape, sent.with_args, choice, call)
+
+    def take(self, data: bytes) -> Sent | None:
         """The event to send for ``data`` when it repeats the shape with a text the hot path
         takes for the same call (which then does its bookkeeping); else None."""
         text = self.shape.text(data)
         if text is None or not self.choice.keep_markup_args(self.call, text):
             return None
-        return self.sent.with_text(text)
+        return self.sent(text)

@@ -30,6 +30,10 @@ class ChatSSEStream:
         A read need not end where an event does (an unthrottled upstream's reads rarely do):
         the end of an event an earlier read began, and the start of one the next read ends,
         are decoded; the whole events between them may still go out whole."""
+        events = self._decoder.plain_events(chunk)
+        if events:  # the usual read, whole events that need no cutting (nor a call to cut)
+            fast = self.normalizer.feed_read(chunk, events)
+            return self._decode(chunk) if fast is None else fast
         out: list[bytes] = []
         if self._decoder.pending:
             end = first_event_end(chunk)
