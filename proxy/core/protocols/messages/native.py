@@ -19,11 +19,14 @@ proxy/core/repairs.py; research/protocols.md section 3 quirks 1-4 and section 6)
 * tool-call markup in a ``text_delta`` (every configured dialect): the text block is cut there
   and the call goes out as a ``tool_use`` block;
 * the same call twice in a row (same name, JSON-equal input): counted; under ``dedupe_calls``
-  the second is held until its input ends and then dropped (proxy/core/protocols/native_repeats.py).
+  the second is held until its input ends and then dropped (proxy/core/protocols/native_repeats.py);
+* a tool_use block without an id: ``toolu_`` and a fresh one.
 
-This module follows the upstream's message and blocks; native_client.py is the client's side
-(dense block indexes from 0 in the order blocks go out, an event whose block moved re-encoded
-with its new index, the bytes out), native_text.py the markup in text blocks.
+This module follows the upstream's message and blocks; every tool call (a tool_use block, or
+a call from markup) goes through the shared call state table (proxy/core/calls/state.py) as
+native_calls.py classifies its events, and goes out as the driver says; native_client.py is
+the client's side (dense block indexes from 0 in the order blocks go out, an event whose block
+moved re-encoded with its new index, the bytes out), native_text.py the markup in text blocks.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from proxy.core.markup import build_extractor, check_names
 from proxy.core.markup.fail_open import fail_open
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.messages import native_fields
-from proxy.core.protocols.messages.native_block import Block, extracts
+from proxy.core.protocols.messages.native_block import Block, ToolCall, extracts, input_parses
 from proxy.core.protocols.messages.native_client import ClientSide
 from proxy.core.protocols.messages.native_text import TextMarkup
 from proxy.core.protocols.messages.request import convert_tools
@@ -57,7 +60,7 @@ class NativeMessages(TextMarkup):
         dedupe: bool = False,
         max_event_bytes: int = 1 << 20,
     ) -> None:
-        ClientSide.__init__(self, dedupe=dedupe)
+        ClientSide.__init__(self, new_id, dedupe=dedupe)
         self._new_id = new_id
         self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)
         self._request = request if isinstance(request, dict) else {}
@@ -66,6 +69,7 @@ class NativeMessages(TextMarkup):
         self._pending: deque[_Item] = deque()  # events held behind a growing tool block
         self._blocks: dict[int, Block] = {}  # the current generation's, by upstream index
         self._active: Block | None = None  # the upstream block being streamed
+        self._markup_call = None
         self._started = self._delta_seen = self._ended = False
 
     # -- the verbs the pump drives
@@ -81,8 +85,9 @@ class NativeMessages(TextMarkup):
         while self._pending:  # a tool block that never stopped still holds events
             self._finish_active(Repair.BLOCK_STOP_MISSING)
             self._drain()
-        if self._active is not None:  # cut short: what a suspect holds goes out as it is
-            self._settle(self._active)
+        active = self._active
+        if active is not None and active.call is not None:  # a suspect's input ends here
+            self._end_input(active.call, cut=not complete)
         if complete and self._started and not self._ended:
             self._finish_active(Repair.BLOCK_STOP_MISSING)
             if not self._delta_seen:
@@ -184,16 +189,16 @@ class NativeMessages(TextMarkup):
 
     def _fix_delta(self, payload: JSONObject) -> bool:
         repairs = native_fields.message_delta(
-            payload, tool_blocks=self._tool_blocks, bad_input=self._bad_input
+            payload, tool_blocks=self._sent_calls, bad_input=self._bad_input
         )
         return self._note_all(repairs)
 
     def _message_delta(self) -> JSONObject:
         payload: JSONObject = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}
         native_fields.message_delta(
-            payload, tool_blocks=self._tool_blocks, bad_input=self._bad_input
+            payload, tool_blocks=self._sent_calls, bad_input=self._bad_input
         )
-        if payload["delta"]["stop_reason"] == "end_turn" and self._tool_blocks:
+        if payload["delta"]["stop_reason"] == "end_turn" and self._sent_calls:
             payload["delta"]["stop_reason"] = "tool_use"
         payload["delta"]["stop_sequence"] = None
         return payload
@@ -214,16 +219,21 @@ class NativeMessages(TextMarkup):
         self._ensure_started()
         changed = self._note_all(native_fields.block_start(block))
         kind = str(block.get("type"))
-        current = Block(upstream, self._next, kind)
-        if kind == "text" and self._dialects:
-            current.markup = fail_open(build_extractor(self._dialects, self._tools))
-        if kind == "tool_use":
-            self._tool_blocks += 1
-            current.name = block.get("name")
-            if self._repeats.suspect(current.name):
-                current.held = []
+        current = Block(upstream, self._next_index, kind)
         self._blocks[upstream] = current
         self._active = current
+        if kind == "tool_use":  # a call: the driver opens it, or holds it (native_calls.py)
+            ident, name = block.get("id"), block.get("name")
+            current.call = ToolCall(
+                upstream,
+                ident if isinstance(ident, str) and ident else None,  # else id-missing
+                name=name if isinstance(name, str) else None,
+                start=(event, payload, changed),
+            )
+            self._name_call(current.call)
+            return True
+        if kind == "text" and self._dialects:
+            current.markup = fail_open(build_extractor(self._dialects, self._tools))
         self._start_wire(current, event, payload, changed)
         return True
 
@@ -234,16 +244,14 @@ class NativeMessages(TextMarkup):
             return
         changed = self._note_all(native_fields.delta(payload))
         delta = payload["delta"] if isinstance(payload.get("delta"), dict) else {}
-        if delta.get("type") == "input_json_delta":
-            block.add_input(delta["partial_json"])
+        if block.call is not None:
+            ended = self._call_delta(block, block.call, event, payload, changed, delta)
+            if ended and self._pending:
+                self._finish_active(None)  # the later block it held back may start now
         elif delta.get("type") == "text_delta" and block.markup is not None:
             self._markup_delta(block, event, payload, delta["text"])
-            return
-        self._write_block_event(block, event, payload, changed)
-        if block.type == "tool_use" and block.end.complete:
-            self._settle(block)
-        if block.type == "tool_use" and self._pending and block.end.complete:
-            self._finish_active(None)  # the later block it held back may start now
+        else:
+            self._write_block_event(block, event, payload, changed)
 
     def _block_stop(self, event: Event, payload: JSONObject) -> None:
         block = self._block_of(payload)
@@ -255,11 +263,12 @@ class NativeMessages(TextMarkup):
         self._active = None
         block.stopped = True
         self._check_input(block)
-        self._settle(block)
-        if self._wire is None:
+        if block.call is not None:
+            self._end_input(block.call)
+        if self._wire is None:  # stopped with a markup call, or a dropped repeat's
             return
         self._wire = None
-        self._write_block_event(block, event, payload, False)
+        self._write_at(self._wire_index, event, payload, False)
 
     def _block_of(self, payload: JSONObject) -> Block | None:
         index = payload.get("index")
@@ -276,25 +285,10 @@ class NativeMessages(TextMarkup):
         self._active = None
         block.stopped = True
         self._check_input(block)
-        self._settle(block)
+        if block.call is not None:
+            self._end_input(block.call)
         self._stop_wire()
 
-    def _settle(self, block: Block) -> None:
-        """A tool block's input ended: compare it once with the call before it; a suspect
-        is then dropped, or its held events go out (now the next client block)."""
-        if block.type != "tool_use" or block.settled:
-            return
-        block.settled = True
-        held, block.held = block.held, None
-        block.dropped = self._repeated(block.name, "".join(block.pieces)) and held is not None
-        if held is None or block.dropped:
-            return
-        self._wire = block.type
-        block.index = self._next
-        self._next += 1
-        for item in held:
-            self._write_block_event(block, *item)
-
     def _check_input(self, block: Block) -> None:
-        if block.type == "tool_use" and not block.input_parses:
+        if block.call is not None and not input_parses(block.call.text()):
             self._bad_input = True

@@ -1,11 +1,15 @@
-"""One content block of a server's own Messages stream, as the native repairer follows it."""
+"""One content block of a server's own Messages stream, as the native repairer follows it, and
+one tool call of it."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import orjson
 
+from proxy.core.calls.record import CallRecord
+from proxy.core.ids import IdPool
 from proxy.core.markup.fail_open import FailOpen
 from proxy.core.markup.jsonscan import JsonValue
 from proxy.core.protocols.chat.chunks import JSONObject
@@ -23,51 +27,64 @@ class InputEnd:
         self._started = False
         self._broken = False
 
-    def feed(self, text: str) -> None:
-        if self._value.done or self._broken:
-            return
-        if not self._started:
-            text = text.lstrip()
-            if not text:
-                return
-            self._started = True
-        self._value.advance(text, 0, False)
-        self._broken = self._value.error is not None
+    def feed(self, text: str) -> bool:
+        """Take the next fragment; whether the input is now complete (as ``complete``, which
+        a fragment's caller then need not ask)."""
+        value = self._value
+        if not (value.done or self._broken):
+            if not self._started:
+                text = text.lstrip()
+                if not text:
+                    return False
+                self._started = True
+            value.advance(text, 0, False)
+            self._broken = value.error is not None
+        return value.done and not self._broken
 
     @property
     def complete(self) -> bool:
         return self._value.done and not self._broken
 
 
+#: an upstream event, its data (maybe repaired in place), and whether it was repaired
+Item = tuple[Event, JSONObject, bool]
+
+
+@dataclass(eq=False, slots=True)
+class ToolCall(CallRecord):
+    """One tool call of the stream: a tool_use block of the upstream's, or a call recovered
+    from markup in a text block. Its state and argument text are the shared record's
+    (proxy/core/calls/record.py); what only Messages knows is kept here."""
+
+    #: the upstream's ``content_block_start``, written as the call's opening (None: a markup
+    #: call, whose block the proxy writes)
+    start: Item | None = None
+    #: the upstream's events of the call while it is held (a SUSPECT), in order
+    held: list[Item] = field(default_factory=list)
+
+
 @dataclass(slots=True)
 class Block:
     upstream: int  #: the index the server gave it (in the current generation)
-    index: int  #: the index the client sees (of the latest client block it became)
+    #: the index the client sees (of the latest client block it became; a tool block's is
+    #: its call's, given by the call driver)
+    index: int
     type: str
-    pieces: list[str] = field(default_factory=list)  #: a tool input's fragments
-    end: InputEnd = field(default_factory=InputEnd)
+    end: InputEnd = field(default_factory=InputEnd)  #: where a tool block's input ends
     markup: FailOpen | None = None  #: a text block's markup parser
     stopped: bool = False
-    name: object = None  #: a tool block's name, or a text block's latest markup call's
-    #: a suspect's events (event, payload, changed), held until its input ends (dedupe_calls)
-    held: list[tuple[Event, JSONObject, bool]] | None = None
-    settled: bool = False  #: a tool block's input ended and was compared with the call before
-    dropped: bool = False  #: a repeat of the call before it: nothing more of it goes out
-    call: JSONObject | None = None  #: the block of a suspect markup call in this text, held
+    call: ToolCall | None = None  #: a tool_use block's call
 
-    def holds(self, event: Event, payload: JSONObject, changed: bool) -> bool:
-        """Whether an event of this block stays back: a suspect's, or a dropped repeat's."""
-        if self.held is not None:
-            self.held.append((event, payload, changed))
-        return self.held is not None or self.dropped
 
-    def add_input(self, text: str) -> None:
-        self.pieces.append(text)
-        self.end.feed(text)
+@dataclass(slots=True)
+class Tally:
+    """What the calls of one stream share (calls/driver.py's ``Tally``)."""
 
-    @property
-    def input_parses(self) -> bool:
-        return input_parses("".join(self.pieces))
+    ids: IdPool
+    repairs: Counter[str]
+    fallback_name: str | None = None  #: Messages names no nameless call: never used
+    dropped: list[str] = field(default_factory=list)  #: a dropped repeat's input
+    held: int = 0
 
 
 def input_parses(text: str) -> bool:

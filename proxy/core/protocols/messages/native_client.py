@@ -1,79 +1,76 @@
 """The client's side of a native Messages stream: what goes out, and how it is numbered.
 
-Client block indexes are dense from 0 in the order blocks go out (``_next`` is the next one);
-at most one block is open on the client (``_wire``, its type). The tool blocks the client was
-shown are counted (for the stop reason), with whether one's input did not parse; a call that
-repeats the one before it is counted, and under ``dedupe_calls`` is no tool block. An event
-that needs nothing goes out as the bytes that came; a changed or inserted one as compact JSON.
+Client block indexes are dense from 0 in the order blocks go out, from one counter: the call
+driver's ``_next_index`` (proxy/core/calls/driver.py), which gives a call its index as its
+opening is built, and which a text or thinking block takes its index from here. At most one
+block is open on the client (``_wire``, its type; ``_wire_index``, its index). The tool
+blocks the client was shown are the driver's ``_sent_calls`` (for the stop reason); whether
+one's input did not parse is kept here. An event that needs nothing goes out as the bytes
+that came; a changed or inserted one as compact JSON.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import orjson
 
+from proxy.core.calls.driver import CallDriver
+from proxy.core.ids import IdPool
 from proxy.core.protocols.chat.chunks import JSONObject
-from proxy.core.protocols.messages.native_block import Block
+from proxy.core.protocols.messages.native_block import Block, Item, Tally, ToolCall
 from proxy.core.protocols.messages.wire import encode
 from proxy.core.protocols.native_repeats import CallRepeats
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event, encode_event
 
 
-class ClientSide:
-    def __init__(self, *, dedupe: bool) -> None:
+class ClientSide(CallDriver[ToolCall, None, Item]):
+    def __init__(self, new_id: Callable[[], str], *, dedupe: bool) -> None:
         self.repairs: Counter[str] = Counter()
+        ids = IdPool(lambda: "toolu_" + new_id())
+        super().__init__(Tally(ids, self.repairs), coalesce=False, dedupe=dedupe)
         self._out: list[bytes] = []
         self._wire: str | None = None  # the type of the block open on the client
-        self._next = 0  # the next client block index
-        self._tool_blocks = 0
+        self._wire_index = 0  # ... and its index
         self._bad_input = False
-        self._repeats = CallRepeats(dedupe=dedupe)
+        self._in_a_row = CallRepeats(dedupe=dedupe)  # the repeat rule (native_calls.py)
 
     # -- blocks
 
     def _start_wire(self, block: Block, event: Event, payload: JSONObject, changed: bool) -> None:
-        if block.held is None:
-            self._wire = block.type
-            self._next += 1
+        """An upstream text or thinking block starts: the next client block."""
+        self._wire, self._wire_index = block.type, self._next_index
+        block.index = self._next_index
+        self._next_index += 1
         self._write_block_event(block, event, payload, changed)
 
     def _stop_wire(self) -> None:
         if self._wire is not None:
             self._wire = None
-            self._emit({"type": "content_block_stop", "index": self._next - 1})
+            self._emit({"type": "content_block_stop", "index": self._wire_index})
 
-    def _open_wire(self, block: JSONObject) -> None:
+    def _open_wire(self, block: JSONObject) -> int:
+        """A block the upstream did not start as such (text after markup): its index."""
         self._stop_wire()
-        self._wire = str(block["type"])
-        self._emit({"type": "content_block_start", "index": self._next, "content_block": block})
-        self._next += 1
+        index = self._next_index
+        self._next_index += 1
+        self._wire, self._wire_index = str(block["type"]), index
+        self._emit({"type": "content_block_start", "index": index, "content_block": block})
+        return index
 
     def _write_block_event(
         self, block: Block, event: Event, payload: JSONObject, changed: bool
     ) -> None:
-        if block.holds(event, payload, changed):
-            return
-        if payload.get("index") != block.index:
-            payload["index"] = block.index
+        self._write_at(block.index, event, payload, changed)
+
+    def _write_at(self, index: int, event: Event, payload: JSONObject, changed: bool) -> None:
+        """An upstream block event, renumbered to the client block it belongs to."""
+        if payload.get("index") != index:
+            payload["index"] = index
             changed = True
         self._write(event, payload, changed)
-
-    def _emit_input(self, text: str) -> None:
-        delta = {"type": "input_json_delta", "partial_json": text}
-        self._emit({"type": "content_block_delta", "index": self._next - 1, "delta": delta})
-
-    # -- calls
-
-    def _repeated(self, name: object, arguments: str) -> bool:
-        """Whether a call whose arguments just ended repeats the call before it (counted)."""
-        if not self._repeats.ended(name, arguments):
-            return False
-        self._note(Repair.CALL_DUPLICATED)
-        if self._repeats.dedupe:  # dropped: no tool block
-            self._tool_blocks -= 1
-        return True
 
     # -- output
 
