@@ -1,56 +1,72 @@
 """The same call twice in a row in a server's own stream (issue 16, gap 4; llama.cpp#21882).
 
-The native repairers (Messages, Responses) follow the calls of one message or response in the
-order they go out. A call whose name is the name of the call right before it is a *suspect*
-under ``dedupe_calls``: the repairer holds its events until its arguments end, then asks
-:meth:`CallRepeats.ended` once. Equal arguments (as JSON; ids aside) are a repeat, always
-counted (``call-duplicated``); under ``dedupe_calls`` the repeat is dropped, and the call
-before stays the one it repeated. Two equal calls can be meant, so the default keeps them.
+The native repairers (Responses: responses/native_driver.py; Messages:
+messages/native_calls.py) drive their calls through the shared table (calls/state.py), and
+ask this one rule of them, over the shared call records (calls/record.py):
 
-Each call's arguments are parsed once, when they end; nothing here runs per event.
+* a call named like the call right before it that was not dropped is a suspect under
+  ``dedupe_calls`` (its rivals, :meth:`PreviousCall.rivals`): the table holds it until its
+  arguments end;
+* arguments equal as JSON, ids aside, make it a repeat (:func:`repeats_before`): always
+  counted (``call-duplicated``), dropped only under ``dedupe_calls``, and a dropped call is no
+  call before the next one. Two equal calls can be meant, so the default keeps them;
+* empty arguments are the empty object, as the clients rebuild them.
+
+Chat's rule (calls/repeats.py) differs on purpose: there a markup call equal to any earlier
+structured call of the choice is always dropped (llama.cpp parses the first call and leaves
+the next as text); no server's own Responses or Messages stream is known to do that, so here
+a markup call is compared with the call right before it like any other. Each question looks
+at the call and the one before it only, and each call's arguments are parsed once
+(``ArgText.complete`` keeps the parse).
 """
 
 from __future__ import annotations
 
-import orjson
+from collections.abc import Sequence
 
-from proxy.core.calls.repeats import json_equal
-
-_INVALID = object()  # arguments that are no JSON: never equal to anything
-
-
-class CallRepeats:
-    __slots__ = ("_name", "_value", "dedupe")
-
-    def __init__(self, *, dedupe: bool) -> None:
-        self.dedupe = dedupe
-        self._name: str | None = None
-        self._value: object = _INVALID
-
-    def suspect(self, name: object) -> bool:
-        """Whether a call just named must be held until its arguments end."""
-        return self.dedupe and isinstance(name, str) and name == self._name
-
-    def ended(self, name: object, arguments: str) -> bool:
-        """A call's arguments ended: whether it repeats the call right before it."""
-        value = _parse(arguments)
-        repeat = (
-            isinstance(name, str)
-            and name == self._name
-            and value is not _INVALID
-            and json_equal(value, self._value)
-        )
-        if not (repeat and self.dedupe):  # a dropped repeat is no call before the next
-            self._name = name if isinstance(name, str) else None
-            self._value = value
-        return repeat
+from proxy.core.calls.jsontext import INVALID
+from proxy.core.calls.record import CallRecord
+from proxy.core.calls.repeats import Repeats, json_equal
+from proxy.core.calls.state import DROPPED
 
 
-def _parse(arguments: str) -> object:
-    """Empty arguments are the empty object, as the clients rebuild them."""
-    if not arguments.strip():
+class PreviousCall(Repeats):
+    """The driver's repeat question for a server's own stream: under ``dedupe_calls`` a call's
+    rival is the call right before it that was not dropped, if named alike."""
+
+    __slots__ = ()
+
+    def rivals(self, calls: Sequence[CallRecord], call: CallRecord) -> tuple[CallRecord, ...]:
+        if not self._dedupe or call.name is None:
+            return ()
+        before = previous_call(calls, call)
+        return (before,) if before is not None and before.name == call.name else ()
+
+
+def previous_call(calls: Sequence[CallRecord], call: CallRecord) -> CallRecord | None:
+    """The call before ``call`` that was not dropped (a call asked about is nearly always
+    the last, and the one before it kept)."""
+    at = len(calls) - 1
+    while at >= 0 and calls[at] is not call:
+        at -= 1
+    at -= 1
+    while at >= 0 and calls[at].state is DROPPED:
+        at -= 1
+    return calls[at] if at >= 0 else None
+
+
+def repeats_before(calls: Sequence[CallRecord], call: CallRecord) -> bool:
+    """Whether ``call``, its arguments ended, repeats the call before it: the same name and
+    arguments equal as JSON (empty ones are ``{}``; unparsable ones equal nothing)."""
+    before = previous_call(calls, call)
+    if before is None or call.name is None or before.name != call.name:
+        return False
+    value = _value(call)
+    return value is not INVALID and json_equal(value, _value(before))
+
+
+def _value(call: CallRecord) -> object:
+    value = call.args.complete()
+    if value is INVALID and not call.text().strip():
         return {}
-    try:
-        return orjson.loads(arguments)
-    except orjson.JSONDecodeError:
-        return _INVALID
+    return value

@@ -30,11 +30,8 @@ without a lookup, as chat's hot paths do; a suspect's is collected and an open c
 changes nothing by answers asked of the table once (``_COLLECTS``, ``_DONE``): a test turns
 them around and sees every fragment and end look the pair up.
 
-The repeat rule is proxy/core/protocols/native_repeats.py's, not calls/repeats.py's: a native
-stream's calls follow one another, and the rule the Messages repairer has kept compares a call
-with the last one not dropped (a third equal call is dropped too), takes an empty input for
-the ``{}`` clients rebuild, and leaves a markup call equal to an earlier tool_use block alone
-unless it comes right after it; calls/repeats.py answers differently on each of those.
+The repeat rule is proxy/core/protocols/native_repeats.py's, shared with the native Responses
+repairer (a call compared with the call right before it that was not dropped).
 """
 
 from __future__ import annotations
@@ -45,6 +42,7 @@ from proxy.core.calls.state import S1, S1_STATES, Action, CallInput, CallState, 
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.messages.native_block import Block, Item, ToolCall
 from proxy.core.protocols.messages.native_client import ClientSide
+from proxy.core.protocols.native_repeats import repeats_before
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event
 
@@ -79,7 +77,8 @@ class CallBlocks(ClientSide):
 
     def _name_call(self, call: ToolCall) -> None:
         self._calls.append(call)
-        self._input(call, naming_input(self._in_a_row.suspect(call.name)), "", None)
+        suspect = bool(self._repeats.rivals(self._calls, call))
+        self._input(call, naming_input(suspect), "", None)
 
     def _call_delta(
         self,
@@ -117,7 +116,7 @@ class CallBlocks(ClientSide):
         if call.whole:
             return
         call.whole = True
-        repeat = self._in_a_row.ended(call.name, call.text())
+        repeat = repeats_before(self._calls, call)
         if repeat:
             self._note(Repair.CALL_DUPLICATED)
         event = end_input(repeat=repeat, cut=cut)

@@ -21,7 +21,7 @@ from proxy.core.ids import IdPool
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.messages.native_block import Block, Item, Tally, ToolCall
 from proxy.core.protocols.messages.wire import encode
-from proxy.core.protocols.native_repeats import CallRepeats
+from proxy.core.protocols.native_repeats import PreviousCall
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event, encode_event
 
@@ -35,7 +35,7 @@ class ClientSide(CallDriver[ToolCall, None, Item]):
         self._wire: str | None = None  # the type of the block open on the client
         self._wire_index = 0  # ... and its index
         self._bad_input = False
-        self._in_a_row = CallRepeats(dedupe=dedupe)  # the repeat rule (native_calls.py)
+        self._repeats = PreviousCall(dedupe=dedupe)  # the repeat rule (native_calls.py)
 
     # -- blocks
 

@@ -18,10 +18,11 @@ the call that were held, as they came: the held argument text is in those events
 comes after a held upstream call waits behind it (``_blocking``, the stream's hold queue);
 a markup call holds only its own text.
 
-Repeats (issue 16): a call named like the call right before it, that one not dropped, is a
-suspect under ``dedupe_calls``. Whether its arguments equal that call's is this side's
-question (native_repeat_rule.py; ``DUPLICATE`` is an input like the others). A call equal to
-the call before it is counted either way, when its arguments end.
+Repeats (issue 16; the rule is proxy/core/protocols/native_repeats.py's, shared with native
+Messages): a call named like the call right before it, that one not dropped, is a suspect
+under ``dedupe_calls``. Whether its arguments equal that call's is asked here
+(``DUPLICATE`` is an input like the others). A call equal to the call before it is counted
+either way, when its arguments end.
 """
 
 from __future__ import annotations
@@ -46,9 +47,9 @@ from proxy.core.calls.state import (
 )
 from proxy.core.errors import NormalizerError
 from proxy.core.ids import IdPool
+from proxy.core.protocols.native_repeats import PreviousCall, repeats_before
 from proxy.core.protocols.responses.items import FunctionCallItem
 from proxy.core.protocols.responses.native_items import Ev, JSONObject, NativeCall, Out, Up
-from proxy.core.protocols.responses.native_repeat_rule import PreviousCall, repeats_before
 from proxy.core.repairs import Repair
 
 # module names (the states' are calls/state.py's), not ``CallInput.END``: an Enum's class
