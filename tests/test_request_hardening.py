@@ -75,6 +75,18 @@ def status_of(answer: bytes) -> int:
     return int(answer.split(b"\r\n", 1)[0].split()[1])
 
 
+async def first_status(port: int, data: bytes) -> int:
+    """Send ``data`` and keep the socket open; the status of the answer's first line (it
+    must come within 5 s, whether or not the request is whole)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(data)
+        await writer.drain()
+        return status_of(await asyncio.wait_for(reader.readline(), timeout=5))
+    finally:
+        writer.close()
+
+
 # -- slow requests -------------------------------------------------------------------------
 
 
@@ -118,15 +130,11 @@ async def test_a_declared_length_over_the_limit_is_413_before_the_body_is_sent(
     upstream, proxy = await proxy_with(
         limits={"max_request_body_bytes": 4096}, timeouts={"request_body": 30}
     )
-    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
-    writer.write(
+    head = (
         b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
         b"Content-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n"
     )
-    await writer.drain()
-    status_line = await asyncio.wait_for(reader.readline(), timeout=5)  # no body byte sent
-    writer.close()
-    assert status_line.split()[1] == b"413"
+    assert await first_status(proxy.port, head) == 413  # no body byte sent
     assert upstream.seen == []
 
 
@@ -157,23 +165,21 @@ async def test_a_client_that_asks_before_sending_is_invited_only_under_the_limit
     assert [size for *_, size in upstream.seen] == [len(body)]
 
 
+_CHUNKED_HEAD = (
+    b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+    b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+)
+_CHUNK_OF_1000 = b"3e8\r\n" + b"x" * 1000 + b"\r\n"
+
+
 async def test_a_chunked_body_is_413_as_soon_as_it_passes_the_limit(
     proxy_with,
 ) -> None:  # type: ignore[no-untyped-def]
     upstream, proxy = await proxy_with(
         limits={"max_request_body_bytes": 4096}, timeouts={"request_body": 30}
     )
-    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
-    writer.write(
-        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
-        b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-    )
-    for _ in range(5):  # 5000 bytes, and the body never ends
-        writer.write(b"3e8\r\n" + b"x" * 1000 + b"\r\n")
-    await writer.drain()
-    status_line = await asyncio.wait_for(reader.readline(), timeout=5)
-    writer.close()
-    assert status_line.split()[1] == b"413"
+    sent = _CHUNKED_HEAD + _CHUNK_OF_1000 * 5  # 5000 bytes, and the body never ends
+    assert await first_status(proxy.port, sent) == 413
     assert upstream.seen == []
 
 
@@ -184,17 +190,8 @@ async def test_a_chunked_body_that_arrived_whole_is_413_when_over_the_limit(
     upstream, proxy = await proxy_with(
         limits={"max_request_body_bytes": 4096}, timeouts={"request_body": 30}
     )
-    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
-    writer.write(
-        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
-        b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-        + (b"3e8\r\n" + b"x" * 1000 + b"\r\n") * 5
-        + b"0\r\n\r\n"
-    )
-    await writer.drain()
-    status_line = await asyncio.wait_for(reader.readline(), timeout=5)
-    writer.close()
-    assert status_line.split()[1] == b"413"
+    sent = _CHUNKED_HEAD + _CHUNK_OF_1000 * 5 + b"0\r\n\r\n"
+    assert await first_status(proxy.port, sent) == 413
     assert upstream.seen == []
 
 
