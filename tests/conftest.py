@@ -18,6 +18,9 @@ from proxy.settings import Settings, UpstreamSettings
 from proxy.shell.app import create_app
 from proxy.shell.limits import server_options
 
+# The lanes: which tests a bare `pytest` leaves out, and `--lane` to take them in.
+pytest_plugins = ("tests.lanes",)
+
 settings.register_profile(
     "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
