@@ -104,7 +104,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     chosen: set[str] = set(config.option.lane) | _asked_for(config)
     if ALL in chosen:
         return
-    kept, left_out = [], []
+    kept: list[pytest.Item] = []
+    left_out: list[pytest.Item] = []
     for item in items:
         lane = lanes.get(item.nodeid)
         (kept if lane is None or lane in chosen else left_out).append(item)

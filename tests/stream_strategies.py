@@ -170,7 +170,7 @@ def _entries(draw, call: Call, number: int, shape: dict[str, Any]) -> list[dict[
         return out
 
     def cont_function(text: str) -> dict[str, Any]:
-        name = {
+        name: dict[str, dict[str, Any]] = {
             "absent": {},
             "same": {"name": call.name},
             "empty": {"name": ""},

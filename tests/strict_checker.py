@@ -26,7 +26,7 @@ _TEXT_KEYS = ("content", "reasoning_content", "reasoning", "refusal")
 
 @dataclass
 class CallSeen:
-    index: int
+    index: Any  # each as the stream sent it
     id: Any
     name: Any
     arguments: list[str] = field(default_factory=list)
@@ -124,7 +124,9 @@ def reconstruct(body: bytes) -> StreamSeen:
 def _accumulate(state: ChoiceSeen, entry: Any) -> None:
     if not isinstance(entry, dict):
         return
-    function = entry.get("function") if isinstance(entry.get("function"), dict) else {}
+    function = entry.get("function")
+    if not isinstance(function, dict):
+        function = {}
     index = entry.get("index")
     call = next((c for c in state.calls if c.index == index), None)
     args = function.get("arguments")

@@ -10,4 +10,4 @@ def test_the_license_is_declared_as_an_spdx_expression() -> None:
     on every install; the SPDX string form becomes ``License-Expression`` (metadata 2.4)."""
     metadata = importlib.metadata.metadata("toolcall-proxy")
     assert metadata["License-Expression"] == "Apache-2.0"
-    assert metadata.get("License") is None
+    assert metadata.get_all("License") is None

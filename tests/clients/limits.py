@@ -44,7 +44,7 @@ def load_limits() -> dict[tuple[str, str, str], Limit]:
     """The limits by (case, client, target)."""
     with LIMITS_FILE.open("rb") as f:
         limits = _File.model_validate(tomllib.load(f)).limit
-    by_cell = {(x.case, x.client, x.target): x for x in limits}
+    by_cell: dict[tuple[str, str, str], Limit] = {(x.case, x.client, x.target): x for x in limits}
     if len(by_cell) != len(limits):
         raise ValueError(f"{LIMITS_FILE.name} lists a cell twice")
     return by_cell

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from proxy.core.markup import DIALECTS
 from proxy.core.protocols.messages import native_completion
@@ -12,7 +13,7 @@ from tests.protocols.messages.native_helpers import TOOLS_REQUEST
 ALL = tuple(DIALECTS)
 
 
-def message(content: list[dict], stop_reason: str | None = "end_turn") -> bytes:
+def message(content: list[dict[str, Any]], stop_reason: str | None = "end_turn") -> bytes:
     body = {
         "id": "msg_1",
         "type": "message",
