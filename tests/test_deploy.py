@@ -22,6 +22,7 @@ import pytest
 import yaml
 from yarl import URL
 
+from proxy import __version__
 from proxy.cli import build_parser, main
 from proxy.settings import Settings, load_settings
 from proxy.shell.app import OWN_PREFIX, create_app
@@ -33,7 +34,7 @@ ROOT = Path(__file__).parent.parent
 DEPLOY = ROOT / "deploy"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 [(SCRIPT, SCRIPT_TARGET)] = PYPROJECT["project"]["scripts"].items()
-VERSION = PYPROJECT["project"]["version"]
+VERSION = __version__
 CONFIG_PATH = "/etc/toolcall-proxy/proxy.toml"
 PROXY_IMAGE = f"toolcall-proxy:{VERSION}"
 # docker-compose.standin.yml overrides docker-compose.yml (tests/container/test_compose.py).
