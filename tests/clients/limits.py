@@ -23,7 +23,7 @@ class Limit(BaseModel):
     client: str
     target: Literal["streamed", "coalesced"]
     reason: str  #: a substring every reason of the cell's verdict must contain
-    why: str  #: one sentence: the quirks.md section that keeps the shape, and the remedy
+    why: str  #: one sentence: the docs/quirks.md entry that keeps the shape, and the remedy
 
     def stray_reasons(self, verdict: Verdict) -> list[str]:
         """The verdict's reasons this limit does not cover."""

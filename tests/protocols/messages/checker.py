@@ -1,4 +1,4 @@
-"""A strict checker of Messages streams: the canonical sequence of research/protocols.md section 3.
+"""A strict checker of Messages streams: the canonical sequence of docs/quirks.md's Messages streams.
 
 ``check(data)`` raises AssertionError naming the broken rule and returns what a client
 rebuilds: the message with its content blocks (tool inputs parsed), the stop reason and the

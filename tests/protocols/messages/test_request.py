@@ -25,7 +25,7 @@ BASH = {
 
 
 def claude_code_request() -> dict[str, Any]:
-    """The shape Claude Code 2.1 sends (research/protocols.md section 4), second turn."""
+    """The shape Claude Code 2.1 sends (seen against a fake server on loopback), second turn."""
     return {
         "model": "claude-sonnet-4-5",
         "max_tokens": 64000,
