@@ -4,6 +4,7 @@ where its file lives, and a bare run leaves the lanes out while ``--lane``, a na
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tomllib
@@ -59,6 +60,7 @@ def collected(*args: str) -> set[str]:
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
         cwd=ROOT,
+        env={**os.environ, "PYTEST_ADDOPTS": ""},  # the parent's own options are not the child's
         capture_output=True,
         text=True,
         timeout=120,
