@@ -9,6 +9,7 @@ from aiohttp import ClientSession, DummyCookieJar, TCPConnector, hdrs, web
 from aiohttp.typedefs import Middleware
 
 from proxy.core.protocols.chat.normalize import NormalizeOptions
+from proxy.core.errors import NoRouteError
 from proxy.core.routing import Router, Upstream
 from proxy.settings import Settings, UpstreamSettings
 from proxy.shell.accesslog import access_middleware
@@ -16,12 +17,13 @@ from proxy.shell.app_state import STATE, ProxyState, UpstreamConfig
 from proxy.shell.auth import ClientKeys, auth_middleware
 from proxy.shell.body import expect_handler
 from proxy.shell.fleet_metrics import Fleet
-from proxy.shell.handlers import handle_proxy
+from proxy.shell.handlers import check_target, handle_proxy
 from proxy.shell.keepalive import reuse_tracing
 from proxy.shell.limits import Slots
 from proxy.shell.metrics import METRICS, Metrics, handle_metrics
 from proxy.shell.middlewares import (
     error_middleware,
+    note_response_started,
     request_id_middleware,
     request_line_middleware,
 )
@@ -60,6 +62,16 @@ async def handle_health(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
 
+async def handle_unknown_own(request: web.Request) -> web.Response:
+    """Any other path under the proxy's prefix: not one of its endpoints, and never an
+    upstream's (the prefix is the proxy's)."""
+    check_target(request)
+    raise NoRouteError(
+        f"no such endpoint: the proxy's own are {OWN_PREFIX}health, {OWN_PREFIX}ready and"
+        f" {OWN_PREFIX}metrics (GET)"
+    )
+
+
 # Endpoints that stay open when inbound authentication is on: probes carry no credentials.
 PUBLIC: Final = frozenset({handle_health, handle_ready})
 
@@ -78,6 +90,7 @@ def create_app(settings: Settings, fleet: Fleet | None = None) -> web.Applicatio
     app = web.Application(
         middlewares=middlewares, client_max_size=settings.limits.max_request_body_bytes
     )
+    app.on_response_prepare.append(note_response_started)
     upstreams = build_upstreams(settings)
     router = Router([u.route for u in upstreams.values()], settings.default_upstream)
     app[METRICS] = Metrics(upstreams)
@@ -109,6 +122,7 @@ def create_app(settings: Settings, fleet: Fleet | None = None) -> web.Applicatio
     app.router.add_get(
         OWN_PREFIX + "metrics", fleet.handle_metrics if fleet is not None else handle_metrics
     )
+    app.router.add_route("*", OWN_PREFIX + "{tail:.*}", handle_unknown_own)
     app.router.add_route(
         "*",
         "/{tail:.*}",

@@ -64,13 +64,18 @@ from proxy.shell.translated import (
 log = logging.getLogger("toolcall_proxy")
 
 
-async def handle_proxy(request: web.Request) -> web.StreamResponse:
-    state = request.app[STATE]
+def check_target(request: web.Request) -> None:
+    """Refuse a target that is not a path, or a path that climbs (400)."""
     if not request.raw_path.startswith("/"):
         # An absolute-form target (GET http://host/ HTTP/1.1) asks for a forward proxy.
         raise ClientRequestError("the request target must be a path; this is not a forward proxy")
     if not is_safe_path(request.raw_path):
         raise ClientRequestError("the request path has dot segments")
+
+
+async def handle_proxy(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    check_target(request)
     if request.method == "GET" and request.path == "/v1/models":
         return await handle_models(request)
     body, payload = await read_body(
