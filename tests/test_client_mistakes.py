@@ -114,3 +114,173 @@ async def test_a_bug_in_the_proxy_is_a_500_in_the_protocols_shape_logged_once(
     assert failures[0].exc_info is not None
     assert "req-bug-1" in failures[0].getMessage()
     assert upstream.requests == []
+
+
+# -- item 3: wrong-typed fields name the field -------------------------------------------------
+
+TRANSLATE = {"responses": "translate", "messages": "translate"}
+NATIVE = {"responses": "native", "messages": "native"}
+
+
+@pytest.mark.parametrize(
+    ("protocol", "body", "field"),
+    [
+        ("responses", {"input": [{"role": ["user"], "content": "x"}]}, "input[0].role"),
+        ("responses", {"input": [{"role": {"a": 1}, "content": "x"}]}, "input[0].role"),
+        ("responses", {"input": [{"type": ["message"], "role": "user"}]}, "input[0].type"),
+        (
+            "responses",
+            {"input": [{"role": "user", "content": [{"type": ["input_text"], "text": "x"}]}]},
+            None,  # an unknown part is dropped and named, as before: not an error
+        ),
+        (
+            "responses",
+            {"input": "x", "tools": [{"type": "namespace", "name": "ns", "tools": True}]},
+            "'tools' must be an array",
+        ),
+        ("responses", {"input": "x", "instructions": ["be brief"]}, "'instructions'"),
+        (
+            "messages",
+            {"messages": [{"role": "user", "content": [{"type": ["text"], "text": "x"}]}]},
+            "messages[0].content[0].type",
+        ),
+        (
+            "messages",
+            {"messages": [{"role": "user", "content": [{"type": {"a": 1}, "text": "x"}]}]},
+            "messages[0].content[0].type",
+        ),
+        ("messages", {"system": [{"type": ["text"]}], "messages": []}, "system[0].type"),
+        ("messages", {"messages": [], "tools": [{"name": "f", "input_schema": []}]}, "tools[0]"),
+        (
+            "messages",
+            {
+                "messages": [
+                    {
+                        "role": "assistant",
+                        "content": [{"type": "tool_use", "id": "t", "name": "f", "input": [1]}],
+                    }
+                ]
+            },
+            "input must be an object",
+        ),
+    ],
+)
+async def test_a_wrong_typed_field_is_a_400_naming_it(
+    protocol: str,
+    body: dict[str, Any],
+    field: str | None,
+    proxy_to: Start,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    upstream, proxy = await proxy_to(TRANSLATE)
+    resp = await proxy.post(PATHS[protocol], json={"model": "m", "max_tokens": 10, **body})
+    if field is None:
+        assert resp.status == 200
+    else:
+        assert resp.status == 400
+        assert field in error_of(protocol, await resp.read())
+        assert upstream.requests == []
+    no_tracebacks(caplog)
+
+
+@pytest.mark.parametrize("protocol", ["responses", "messages"])
+@pytest.mark.parametrize("tools", [True, {"a": 1}, "f", 3])
+async def test_namespace_tools_not_a_list_are_a_400_in_native_mode_too(
+    protocol: str, tools: object, proxy_to: Start, caplog: pytest.LogCaptureFixture
+) -> None:
+    upstream, proxy = await proxy_to(NATIVE)
+    if protocol == "responses":
+        body = {"input": "x", "tools": [{"type": "namespace", "name": "ns", "tools": tools}]}
+    else:
+        body = {"messages": [], "tools": tools}
+    resp = await proxy.post(PATHS[protocol], json={"model": "m", "max_tokens": 10, **body})
+    assert resp.status == 400
+    assert "tools" in error_of(protocol, await resp.read())
+    assert upstream.requests == []
+    no_tracebacks(caplog)
+
+
+def nested(levels: int) -> bytes:
+    """A JSON value ``levels`` arrays and objects deep."""
+    half = levels // 2
+    return b"[" * half + b'{"a":' * (levels - half) + b"1" + b"}" * (levels - half) + b"]" * half
+
+
+DEEP_PLACES = {
+    "responses": {
+        "tool schema": b'{"model":"m","input":"x","tools":[{"type":"function","name":"f","parameters":%s}]}',
+        "arguments": b'{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":%s}]}',
+        "metadata": b'{"model":"m","input":"x","stream":true,"metadata":%s}',
+    },
+    "messages": {
+        "tool schema": b'{"model":"m","max_tokens":5,"messages":[],"tools":[{"name":"f","input_schema":{"a":%s}}]}',
+        "tool input": b'{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{"a":%s}}]}]}',
+        "count_tokens": b'{"model":"m","messages":[{"role":"user","content":%s}]}',
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("protocol", "place"), [(p, place) for p, places in DEEP_PLACES.items() for place in places]
+)
+@pytest.mark.parametrize("mode", ["translate", "native"])
+async def test_a_body_nested_past_the_limit_is_a_400_before_any_work(
+    protocol: str, place: str, mode: str, proxy_to: Start, caplog: pytest.LogCaptureFixture
+) -> None:
+    upstream, proxy = await proxy_to({"responses": mode, "messages": mode})
+    path = PATHS[protocol] + ("/count_tokens" if place == "count_tokens" else "")
+    headers = {"Content-Type": "application/json"}
+    # native mode's count_tokens is the upstream's: the body goes as it came, unread
+    passed = mode == "native" and place == "count_tokens"
+    for depth in (300, 1000):
+        body = DEEP_PLACES[protocol][place] % nested(depth)
+        resp = await proxy.post(path, data=body, headers=headers)
+        if passed:
+            assert resp.status == 200
+            assert upstream.requests[-1][2] == body
+        else:
+            assert resp.status == 400, await resp.text()
+            assert "limits.max_json_depth" in error_of(protocol, await resp.read())
+    assert passed or upstream.requests == []
+    no_tracebacks(caplog)
+
+
+@pytest.mark.parametrize("protocol", ["responses", "messages"])
+async def test_a_body_nested_to_the_limit_is_served_and_the_limit_is_a_setting(
+    protocol: str, proxy_to: Start, caplog: pytest.LogCaptureFixture
+) -> None:
+    upstream, proxy = await proxy_to(TRANSLATE, limits={"max_json_depth": 40})
+    template = DEEP_PLACES[protocol]["tool schema"]
+    headers = {"Content-Type": "application/json"}
+    # the value is nested in 3 (Responses) or 4 (Messages) levels of the body
+    inner = 40 - (3 if protocol == "responses" else 4)
+    resp = await proxy.post(PATHS[protocol], data=template % nested(inner), headers=headers)
+    assert resp.status == 200, await resp.text()
+    resp = await proxy.post(PATHS[protocol], data=template % nested(inner + 1), headers=headers)
+    assert resp.status == 400
+    assert "more than 40 levels" in error_of(protocol, await resp.read())
+    assert len(upstream.requests) == 1
+    no_tracebacks(caplog)
+
+
+async def test_a_chat_body_nested_past_the_limit_is_400_when_the_proxy_rewrites_it(
+    proxy_to: Start,
+) -> None:
+    upstream, proxy = await proxy_to({"model_map": {"m": "other"}})
+    body = b'{"model":"m","messages":[],"x":%s}' % nested(300)
+    headers = {"Content-Type": "application/json"}
+    resp = await proxy.post(PATHS["chat"], data=body, headers=headers)
+    assert resp.status == 400
+    assert "limits.max_json_depth" in error_of("chat", await resp.read())
+    assert upstream.requests == []
+
+
+async def test_a_chat_body_the_proxy_does_not_rewrite_goes_as_it_came_however_deep(
+    proxy_to: Start,
+) -> None:
+    upstream, proxy = await proxy_to()
+    body = b'{"model":"m","messages":[],"x":%s}' % nested(300)
+    headers = {"Content-Type": "application/json"}
+    resp = await proxy.post(PATHS["chat"], data=body, headers=headers)
+    assert resp.status == 200
+    assert [sent for _, _, sent in upstream.requests] == [body]

@@ -8,8 +8,8 @@ from typing import Final
 from aiohttp import ClientSession, DummyCookieJar, TCPConnector, hdrs, web
 from aiohttp.typedefs import Middleware
 
-from proxy.core.protocols.chat.normalize import NormalizeOptions
 from proxy.core.errors import NoRouteError
+from proxy.core.protocols.chat.normalize import NormalizeOptions
 from proxy.core.routing import Router, Upstream
 from proxy.settings import Settings, UpstreamSettings
 from proxy.shell.accesslog import access_middleware

@@ -10,7 +10,8 @@ A JSON body is read whole, because its ``model`` chooses the upstream. Three bou
 - memory: the body is kept once, as read, and forwarded as those bytes, in slices
   (:class:`ForwardedBody`) so that the socket's buffer never holds a second copy. The parsed
   JSON is the caller's to drop: a chat completion or passthrough keeps only the few fields
-  the proxy uses (:class:`BodyFacts`), so it costs about one copy of its body, not three.
+  the proxy uses (its model, and for a chat completion its tools), so it costs about one
+  copy of its body, not three.
 
 Uploads (multipart, audio, images, octet streams) are not read here: they stream through to
 the upstream, which bounds their size.
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
@@ -29,7 +29,6 @@ from aiohttp.abc import AbstractStreamWriter
 from aiohttp.payload import Payload
 
 from proxy.core.errors import ClientRequestError, PayloadTooLarge, RequestTimeout
-from proxy.core.options import RequestInfo
 
 # Bodies of these types are streamed to the upstream without being read for routing.
 STREAMED_BODY_TYPES: Final = (
@@ -39,17 +38,6 @@ STREAMED_BODY_TYPES: Final = (
     "image/",
     "video/",
 )
-
-
-@dataclass(frozen=True, slots=True)
-class BodyFacts:
-    """What the proxy takes from a JSON request body; the parsed body itself is not kept."""
-
-    model: str | None
-    info: RequestInfo
-
-
-NO_FACTS: Final = BodyFacts(model=None, info=RequestInfo())
 
 
 async def read_body(
@@ -131,14 +119,10 @@ def _over(request: web.Request, limit: int) -> bool:
     )
 
 
-def body_facts(payload: object) -> BodyFacts:
-    """What the proxy needs from a parsed body; nothing in it refers back to the body."""
-    if not isinstance(payload, dict):
-        return NO_FACTS
-    model = payload.get("model")
-    return BodyFacts(
-        model=model if isinstance(model, str) else None, info=RequestInfo.from_body(payload)
-    )
+def body_model(payload: object) -> str | None:
+    """The model a parsed body names, if it names one."""
+    model = payload.get("model") if isinstance(payload, dict) else None
+    return model if isinstance(model, str) else None
 
 
 def _too_large(limit: int) -> str:

@@ -11,7 +11,7 @@ import asyncio
 import logging
 from functools import cache
 from time import perf_counter
-from typing import Any
+from typing import Any, Final
 
 import orjson
 from aiohttp import (
@@ -27,7 +27,7 @@ from aiohttp import (
 from multidict import CIMultiDict
 from yarl import URL
 
-from proxy.core.errors import ClientRequestError, UpstreamError, UpstreamTimeout
+from proxy.core.errors import ClientRequestError, NoRouteError, UpstreamError, UpstreamTimeout
 from proxy.core.forwarding import Forwarding
 from proxy.core.policy import Mode, Plan, plan_request, rewrites_response
 from proxy.core.protocols.chat.normalize import (
@@ -36,7 +36,8 @@ from proxy.core.protocols.chat.normalize import (
     normalize_completion,
 )
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
-from proxy.core.routing import is_safe_path, upstream_url
+from proxy.core.request_limits import check_depth, check_tools
+from proxy.core.routing import Upstream, is_safe_path, upstream_url
 from proxy.settings import Settings
 from proxy.shell import keepalive
 from proxy.shell.app_state import (
@@ -46,7 +47,7 @@ from proxy.shell.app_state import (
     UpstreamConfig,
 )
 from proxy.shell.bodies import media_type, read_capped
-from proxy.shell.body import ForwardedBody, body_facts, read_body
+from proxy.shell.body import ForwardedBody, body_model, read_body
 from proxy.shell.credentials import apply_credentials
 from proxy.shell.exchange import EXCHANGE
 from proxy.shell.forwarded import set_forwarded
@@ -62,6 +63,8 @@ from proxy.shell.translated import (
 )
 
 log = logging.getLogger("toolcall_proxy")
+
+NO_INFO: Final = RequestInfo()
 
 
 def check_target(request: web.Request) -> None:
@@ -83,10 +86,10 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
         limit=state.settings.limits.max_request_body_bytes,
         time_limit=state.settings.timeouts.request_body,
     )
-    facts = body_facts(payload)
+    model = body_model(payload)
     exchange = request[EXCHANGE]
-    exchange.model = facts.model
-    upstream = state.upstream(state.router.route(facts.model).name)
+    exchange.model = model
+    upstream = state.upstream(_route(state, model, body, payload).name)
     exchange.upstream = upstream.route.name
     plan = plan_request(
         request.method,
@@ -94,9 +97,10 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
         normalize=upstream.normalize is not None,
         modes=upstream.options.protocol_modes(),
     )
+    forwarding = upstream.options.forwarding()
+    _check_payload(state.settings, plan, forwarding, payload)
     if plan.mode is Mode.LOCAL:
         return local_answer(plan, payload)
-    forwarding = upstream.options.forwarding()
     if plan.mode is Mode.TRANSLATE:
         chat = translate_request(plan, payload)
         request.app[METRICS].dropped(plan.protocol.name if plan.protocol else "", chat.dropped)
@@ -112,13 +116,49 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
             ) as resp:
                 return await respond_translated(request, state, upstream, plan, chat, resp)
     body = _forwarded(forwarding, payload, body)
+    # what a chat completion's repair needs of the request (its tools), read only for one
+    info = RequestInfo.from_body(payload) if plan.mode is Mode.CHAT else NO_INFO
     if plan.mode is not Mode.NATIVE:
-        payload = None  # a chat completion or passthrough needs only the facts taken from it
+        payload = None  # a chat completion or passthrough needs only what was taken from it
     with upstream.slots.take():
         async with UpstreamCall(request, state, upstream, body, plan=plan) as resp:
             if plan.mode is Mode.NATIVE:
                 return await respond_native(request, state, upstream, plan, payload, resp)
-            return await _respond(request, state, upstream, plan, facts.info, resp)
+            return await _respond(request, state, upstream, plan, info, resp)
+
+
+def _route(
+    state: ProxyState, model: str | None, body: bytes | bytearray | None, payload: object
+) -> Upstream:
+    """The upstream for ``model``; a body that names none because it is no JSON object is
+    the client's mistake, said as such (a 400), where the router alone could only say 404."""
+    try:
+        return state.router.route(model)
+    except NoRouteError:
+        if model is None and body and not isinstance(payload, dict):
+            what = "not valid JSON" if payload is None else "not a JSON object"
+            raise ClientRequestError(
+                f"the request body is {what}, so it names no model, and with several upstreams"
+                " and no default_upstream the proxy cannot tell which one serves it"
+            ) from None
+        raise
+
+
+#: the plans whose request body the proxy reads beyond its model (translates, repairs against,
+#: or answers itself)
+_READS_BODY: Final = frozenset({Mode.TRANSLATE, Mode.NATIVE, Mode.LOCAL})
+
+
+def _check_payload(settings: Settings, plan: Plan, forwarding: Forwarding, payload: object) -> None:
+    """The bounds of proxy/core/request_limits.py, on a body the proxy goes on to work on or
+    write again, before anything is done with it."""
+    reads = plan.mode in _READS_BODY
+    if reads:  # first: it reads list lengths only
+        check_tools(payload, settings.limits.max_tools)
+    if reads or (forwarding.active and isinstance(payload, dict)):
+        check_depth(payload, settings.limits.max_json_depth)
+    if plan.mode is Mode.NATIVE and plan.protocol is not None and isinstance(payload, dict):
+        plan.protocol.check_native(payload)
 
 
 def _forwarded(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.core.errors import ClientRequestError
+from proxy.core.errors import ClientRequestError, shown
 from proxy.core.protocols.responses.context import NAMESPACE_SEPARATOR, ToolKind, ToolRef
 
 JSONObject = dict[str, Any]
@@ -45,7 +45,12 @@ def convert_tools(tools: object) -> ChatTools:
         if kind == "function":
             _add_function(out, tool, namespace=None)
         elif kind == "namespace":
-            for inner in tool.get("tools") or ():
+            inner_tools = tool.get("tools")
+            if inner_tools is not None and not isinstance(inner_tools, list):
+                raise ClientRequestError(
+                    f"a namespace's 'tools' must be an array (namespace {shown(_name(tool))})"
+                )
+            for inner in inner_tools or ():
                 if isinstance(inner, dict) and inner.get("type", "function") == "function":
                     _add_function(out, inner, namespace=_name(tool))
                 else:
@@ -114,7 +119,7 @@ def _add_custom(out: ChatTools, tool: JSONObject) -> None:
 def _name(tool: JSONObject) -> str:
     name = tool.get("name")
     if not isinstance(name, str) or not name:
-        raise ClientRequestError(f"a tool of type {_type(tool)!r} has no name")
+        raise ClientRequestError(f"a tool of type {shown(_type(tool))} has no name")
     return name
 
 
