@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from functools import cache
 from time import perf_counter
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import orjson
 from aiohttp import (
@@ -30,6 +31,7 @@ from yarl import URL
 from proxy.core.errors import ClientRequestError, NoRouteError, UpstreamError, UpstreamTimeout
 from proxy.core.forwarding import Forwarding
 from proxy.core.policy import Mode, Plan, plan_request, rewrites_response
+from proxy.core.protocols.base import ChatRequest
 from proxy.core.protocols.chat.normalize import (
     RequestInfo,
     StreamNormalizer,
@@ -99,20 +101,16 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
     )
     forwarding = upstream.options.forwarding()
     _check_payload(state.settings, plan, forwarding, payload)
+    size = len(body) if body is not None else 0
     if plan.mode is Mode.LOCAL:
-        return local_answer(plan, payload)
+        return await off_loop(size, local_answer, plan, payload)
     if plan.mode is Mode.TRANSLATE:
-        chat = translate_request(plan, payload)
+        chat, data = await off_loop(size, _translated, plan, payload, forwarding)
+        payload = None  # what the chat request does not share of it goes now
         request.app[METRICS].dropped(plan.protocol.name if plan.protocol else "", chat.dropped)
-        forwarding.apply(chat.body)
         with upstream.slots.take():
             async with UpstreamCall(
-                request,
-                state,
-                upstream,
-                orjson.dumps(chat.body),
-                path=plan.upstream_path,
-                plan=plan,
+                request, state, upstream, data, path=plan.upstream_path, plan=plan
             ) as resp:
                 return await respond_translated(request, state, upstream, plan, chat, resp)
     body = _forwarded(forwarding, payload, body)
@@ -142,6 +140,30 @@ def _route(
                 " and no default_upstream the proxy cannot tell which one serves it"
             ) from None
         raise
+
+
+#: a body at least this large is translated (or answered) in a worker thread: the conversion
+#: is Python, a second or more for a million conversation turns, and on the event loop it
+#: would stall every stream; the thread shares the GIL, which the loop gets back every few
+#: milliseconds. A smaller body costs less than a thread's hand-over.
+OFF_LOOP_BYTES: Final = 1 << 20
+
+_T = TypeVar("_T")
+
+
+async def off_loop(size: int, work: Callable[..., _T], *args: object) -> _T:
+    """``work(*args)``, in a worker thread when the body is ``OFF_LOOP_BYTES`` or more."""
+    if size < OFF_LOOP_BYTES:
+        return work(*args)
+    return await asyncio.to_thread(work, *args)
+
+
+def _translated(plan: Plan, payload: object, forwarding: Forwarding) -> tuple[ChatRequest, bytes]:
+    """The chat request for the client's, and its body as sent (``model_map`` and
+    ``max_tokens_limit`` applied)."""
+    chat = translate_request(plan, payload)
+    forwarding.apply(chat.body)
+    return chat, orjson.dumps(chat.body)
 
 
 #: the plans whose request body the proxy reads beyond its model (translates, repairs against,
