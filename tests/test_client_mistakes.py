@@ -284,3 +284,160 @@ async def test_a_chat_body_the_proxy_does_not_rewrite_goes_as_it_came_however_de
     resp = await proxy.post(PATHS["chat"], data=body, headers=headers)
     assert resp.status == 200
     assert [sent for _, _, sent in upstream.requests] == [body]
+
+
+# -- item 14: tool names that collide once flattened -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tools", "named"),
+    [
+        (
+            [
+                {"type": "function", "name": "ns__fn"},
+                {"type": "namespace", "name": "ns", "tools": [{"type": "function", "name": "fn"}]},
+            ],
+            ["function 'ns__fn' (tools[0])", "function 'fn' of namespace 'ns' (tools[1].tools[0])"],
+        ),
+        (
+            [{"type": "function", "name": "edit"}, {"type": "custom", "name": "edit"}],
+            ["function 'edit' (tools[0])", "custom tool 'edit' (tools[1])"],
+        ),
+        (
+            [{"type": "custom", "name": "x"}, {"type": "function", "name": "x"}],
+            ["custom tool 'x' (tools[0])", "function 'x' (tools[1])"],
+        ),
+    ],
+)
+async def test_two_tools_that_would_reach_the_upstream_under_one_name_are_a_400_naming_both(
+    tools: list[dict[str, Any]], named: list[str], proxy_to: Start
+) -> None:
+    upstream, proxy = await proxy_to(TRANSLATE)
+    resp = await proxy.post(PATHS["responses"], json={"model": "m", "input": "x", "tools": tools})
+    assert resp.status == 400
+    message = error_of("responses", await resp.read())
+    assert all(name in message for name in named), message
+    assert upstream.requests == []
+
+
+async def test_tools_of_one_name_in_different_namespaces_do_not_collide(proxy_to: Start) -> None:
+    upstream, proxy = await proxy_to(TRANSLATE)
+    tools = [
+        {"type": "namespace", "name": "a", "tools": [{"type": "function", "name": "fn"}]},
+        {"type": "namespace", "name": "b", "tools": [{"type": "function", "name": "fn"}]},
+        {"type": "function", "name": "fn"},
+    ]
+    resp = await proxy.post(PATHS["responses"], json={"model": "m", "input": "x", "tools": tools})
+    assert resp.status == 200
+    names = [t["function"]["name"] for t in upstream.bodies[0]["tools"]]
+    assert names == ["a__fn", "b__fn", "fn"]
+
+
+# -- item 17: the smaller ones -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", ["responses", "messages"])
+@pytest.mark.parametrize("stream", ["false", "true", 0, 1, [], {}])
+async def test_a_stream_flag_that_is_no_boolean_is_a_400(
+    protocol: str, stream: object, proxy_to: Start
+) -> None:
+    upstream, proxy = await proxy_to(TRANSLATE)
+    body = {"model": "m", "max_tokens": 5, "input": "x", "messages": [], "stream": stream}
+    resp = await proxy.post(PATHS[protocol], json=body)
+    assert resp.status == 400
+    assert "stream" in error_of(protocol, await resp.read())
+    assert upstream.requests == []
+
+
+@pytest.mark.parametrize("mode", ["translate", "native"])
+@pytest.mark.parametrize("name", ["", None, 3])
+async def test_a_messages_tool_without_a_name_is_a_400_before_the_upstream_is_asked(
+    mode: str, name: object, proxy_to: Start
+) -> None:
+    upstream, proxy = await proxy_to({"messages": mode})
+    tools = [{"name": name, "input_schema": {"type": "object"}}]
+    body = {"model": "m", "max_tokens": 5, "messages": [], "tools": tools, "stream": True}
+    resp = await proxy.post(PATHS["messages"], json=body)
+    assert resp.status == 400
+    assert "tools[0].name" in error_of("messages", await resp.read())
+    assert upstream.requests == []  # native mode too: refused before anything was generated
+
+
+@pytest.mark.parametrize(
+    ("source", "field"),
+    [
+        ({"type": "base64", "media_type": {"a": 1}, "data": "AAAA"}, "source.media_type"),
+        ({"type": "base64", "media_type": "image/png", "data": ["AAAA"]}, "source.data"),
+        ({"type": "base64", "data": "AAAA"}, "source.media_type"),
+        ({"type": "url", "url": {"href": "http://x"}}, "source.url"),
+    ],
+)
+async def test_an_image_source_with_fields_that_are_not_strings_is_a_400(
+    source: dict[str, Any], field: str, proxy_to: Start
+) -> None:
+    upstream, proxy = await proxy_to(TRANSLATE)
+    content = [{"type": "text", "text": "see"}, {"type": "image", "source": source}]
+    body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": content}]}
+    resp = await proxy.post(PATHS["messages"], json=body)
+    assert resp.status == 400
+    assert f"messages[0].content[1].{field}" in error_of("messages", await resp.read())
+    assert upstream.requests == []
+
+
+@pytest.mark.parametrize(
+    ("protocol", "body"),
+    [
+        ("responses", {"input": [{"role": "x" * 1_000_000, "content": "x"}]}),
+        ("messages", {"messages": [{"role": "x" * 1_000_000, "content": "x"}]}),
+        ("messages", {"messages": [], "tool_choice": {"type": "x" * 1_000_000}}),
+        (
+            "responses",
+            {"input": "x", "tools": [{"type": "namespace", "name": "x" * 1_000_000, "tools": 1}]},
+        ),
+        ("chat", {"model": "x" * 1_000_000}),
+    ],
+)
+async def test_a_400_quotes_at_most_a_little_of_the_offending_value(
+    protocol: str, body: dict[str, Any], start_upstream: StartUpstream, start_proxy: StartProxy
+) -> None:
+    recorder = AnyUpstream()
+    url = upstream_url(await start_upstream(recorder.app))
+    # two upstreams of their own models: the chat case's model names none of them
+    proxy = await start_proxy(
+        UpstreamSettings(name="a", url=url, models=["m"]),
+        UpstreamSettings(name="b", url=url, models=["n"]),
+    )
+    resp = await proxy.post(PATHS[protocol], json={"model": "m", "max_tokens": 5, **body})
+    assert resp.status in (400, 404)
+    answer = await resp.read()
+    assert len(answer) < 1000
+    assert "xxxxx" in error_of(protocol, answer)
+
+
+@pytest.mark.parametrize(
+    ("body", "what"),
+    [
+        (b'{"model": "m", "messages": [', "not valid JSON"),
+        (b"model=m", "not valid JSON"),
+        (b'["m"]', "not a JSON object"),
+    ],
+)
+async def test_a_body_that_is_no_json_object_says_so_when_it_cannot_be_routed(
+    body: bytes, what: str, start_upstream: StartUpstream, start_proxy: StartProxy
+) -> None:
+    recorder = AnyUpstream()
+    url = upstream_url(await start_upstream(recorder.app))
+    proxy = await start_proxy(
+        UpstreamSettings(name="a", url=url, models=["a"]),
+        UpstreamSettings(name="b", url=url, models=["b"]),
+    )
+    headers = {"Content-Type": "application/json"}
+    resp = await proxy.post(PATHS["chat"], data=body, headers=headers)
+    assert resp.status == 400
+    message = error_of("chat", await resp.read())
+    assert what in message
+    assert "names no model" in message
+    # a JSON object without a model is still the router's 404
+    resp = await proxy.post(PATHS["chat"], json={"messages": []})
+    assert resp.status == 404
+    assert recorder.requests == []

@@ -68,6 +68,8 @@ def translate_request(body: JSONObject) -> tuple[JSONObject, ResponsesContext, t
         raise ClientRequestError("'instructions' must be a string")
     dropped: list[str] = []
     tools = convert_tools(body.get("tools"))
+    if tools.collision is not None:
+        raise ClientRequestError(tools.collision)
     dropped += tools.dropped
     chat: JSONObject = {
         "model": body.get("model"),
