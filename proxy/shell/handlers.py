@@ -50,7 +50,7 @@ from proxy.shell.app_state import (
 )
 from proxy.shell.bodies import media_type, read_capped
 from proxy.shell.body import ForwardedBody, body_model, read_body
-from proxy.shell.credentials import apply_credentials
+from proxy.shell.credentials import apply_credentials, apply_listing_credentials
 from proxy.shell.exchange import EXCHANGE
 from proxy.shell.forwarded import set_forwarded
 from proxy.shell.headers import end_to_end
@@ -282,7 +282,17 @@ def _upstream_headers(
 ) -> CIMultiDict[str]:
     headers = end_to_end(request.headers, drop=[hdrs.HOST, hdrs.CONTENT_LENGTH, hdrs.EXPECT])
     # the client's key is for the proxy only when auth is on; the upstream's replaces it
-    apply_credentials(headers, plan, upstream.authorization, auth_enabled=settings.auth.enabled)
+    auth = settings.auth.enabled
+    if plan is None:  # GET /v1/models, asked of every upstream
+        messages = plan_request(
+            "POST",
+            "/v1/messages",
+            normalize=upstream.normalize is not None,
+            modes=upstream.options.protocol_modes(),
+        )
+        apply_listing_credentials(headers, messages, upstream.authorization, auth_enabled=auth)
+    else:
+        apply_credentials(headers, plan, upstream.authorization, auth_enabled=auth)
     if upstream.options.normalize:
         # A response we may rewrite must arrive uncompressed; others keep the client's choice.
         headers[hdrs.ACCEPT_ENCODING] = "identity"
