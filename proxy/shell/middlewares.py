@@ -123,8 +123,9 @@ def _internal_error(request: web.Request, exc: Exception) -> web.Response:
     if request.get(RESPONSE_STARTED):
         if request.transport is not None:
             request.transport.close()
-        # What aiohttp finishes of this goes nowhere: the transport is closing.
-        return web.Response(status=exchange.status or 500 if exchange is not None else 500)
+        # What aiohttp finishes of this goes nowhere: the transport is closing. The access
+        # line keeps the status that was sent.
+        return web.Response(status=500)
     message = f"the proxy failed on this request (request id {request[REQUEST_ID]}); see its log"
     return error_response(500, message, "proxy_error", request)
 
@@ -143,6 +144,9 @@ async def _answer_and_close(request: web.Request, response: web.Response) -> web
     """
     response.force_close()
     response.headers["X-Request-Id"] = request[REQUEST_ID]
+    exchange = request.get(EXCHANGE)
+    if exchange is not None and isinstance(response.body, bytes):
+        exchange.meter.sending(response.body)
     await response.prepare(request)
     await response.write_eof()
     request.protocol.force_close()  # the answer is flushed before the socket closes
