@@ -85,7 +85,7 @@ def _count_own_body(exchange: Exchange, response: web.StreamResponse) -> None:
     if exchange.meter.writes or response.prepared or not isinstance(response, web.Response):
         return
     body = response.body
-    if isinstance(body, bytes | bytearray) and body:
+    if isinstance(body, bytes) and body:
         exchange.meter.sending(body)
 
 
