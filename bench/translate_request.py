@@ -9,7 +9,9 @@ the proxy works on it, asks ``/-/health`` every 10 ms: the longest wait for an a
 long the event loop was blocked. It prints the body's size, the status, the proxy's RSS after
 start and its peak (VmHWM), the CPU the request cost and that longest wait.
 
-``--max-tools`` sets ``limits.max_tools`` (0: leave the default). The status says whether the
+``--protocol chat`` sends the same shape to ``/v1/chat/completions``, which the proxy only
+parses and routes: the parse's own cost, to compare with. ``--max-tools`` sets
+``limits.max_tools`` (0: leave the default). The status says whether the
 proxy served the request (200) or refused it (400, past ``limits.max_tools``).
 """
 
@@ -50,7 +52,11 @@ def request_body(protocol: str, shape: str, count: int) -> bytes:
     if shape == "big-tools":
         prop = b'"p%d":{"type":"string","description":"' + b"d" * 500 + b'"}'
         schema = b'{"type":"object","properties":{%s}}' % b",".join(prop % n for n in range(100))
-    if protocol == "responses":
+    if protocol == "chat":  # the parse alone: a chat request is parsed, then only routed
+        tool = b'{"type":"function","function":{"name":"f%d","parameters":' + schema + b"}}"
+        turn = b'{"role":"user","content":"turn %d"}'
+        head = b'{"model":"m","stream":true,'
+    elif protocol == "responses":
         tool = b'{"type":"function","name":"f%d","parameters":' + schema + b"}"
         if shape == "tiny-tools":
             tool = b'{"type":"function","name":"f%d"}'  # issue 26's: 1.5 million in 53 MiB
@@ -117,7 +123,8 @@ async def measure(proxy_dir: Path, protocol: str, shape: str, count: int, max_to
                     return worst
 
                 async def post() -> tuple[int, bytes]:
-                    url = f"http://127.0.0.1:{port}/v1/{protocol}"
+                    path = "chat/completions" if protocol == "chat" else protocol
+                    url = f"http://127.0.0.1:{port}/v1/{path}"
                     headers = {"Content-Type": "application/json"}
                     try:
                         async with session.post(url, data=body, headers=headers) as resp:
@@ -145,7 +152,9 @@ async def measure(proxy_dir: Path, protocol: str, shape: str, count: int, max_to
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.translate_request", description=__doc__)
     parser.add_argument("--proxy-dir", type=Path, default=ROOT)
-    parser.add_argument("--protocol", choices=["responses", "messages"], default="responses")
+    parser.add_argument(
+        "--protocol", choices=["responses", "messages", "chat"], default="responses"
+    )
     parser.add_argument("--shape", choices=SHAPES, default="tiny-tools")
     parser.add_argument("--count", type=int, default=1_500_000)
     parser.add_argument("--max-tools", type=int, default=0)
