@@ -8,7 +8,6 @@ from typing import Final
 from aiohttp import ClientSession, DummyCookieJar, TCPConnector, hdrs, web
 from aiohttp.typedefs import Middleware
 
-from proxy.core.errors import NoRouteError
 from proxy.core.protocols.chat.normalize import NormalizeOptions
 from proxy.core.routing import Router, Upstream
 from proxy.settings import Settings, UpstreamSettings
@@ -18,7 +17,7 @@ from proxy.shell.auth import ClientKeys, auth_middleware
 from proxy.shell.body import expect_handler
 from proxy.shell.drain import Drain
 from proxy.shell.fleet_metrics import Fleet
-from proxy.shell.handlers import check_target, handle_proxy
+from proxy.shell.handlers import OWN_PREFIX, handle_proxy
 from proxy.shell.keepalive import reuse_tracing
 from proxy.shell.limits import Slots
 from proxy.shell.metrics import METRICS, Metrics, handle_metrics
@@ -29,10 +28,6 @@ from proxy.shell.middlewares import (
     request_line_middleware,
 )
 from proxy.shell.readiness import READINESS, Readiness, handle_ready
-
-# The proxy's own endpoints live under a prefix that no LLM server uses, so that an upstream's
-# /health and /metrics stay reachable through the proxy.
-OWN_PREFIX = "/-/"
 
 
 def build_upstreams(settings: Settings) -> dict[str, UpstreamConfig]:
@@ -61,16 +56,6 @@ def normalize_options(options: UpstreamSettings, settings: Settings) -> Normaliz
 
 async def handle_health(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
-
-
-async def handle_unknown_own(request: web.Request) -> web.Response:
-    """Any other path under the proxy's prefix: not one of its endpoints, and never an
-    upstream's (the prefix is the proxy's)."""
-    check_target(request)
-    raise NoRouteError(
-        f"no such endpoint: the proxy's own are {OWN_PREFIX}health, {OWN_PREFIX}ready and"
-        f" {OWN_PREFIX}metrics (GET)"
-    )
 
 
 # Endpoints that stay open when inbound authentication is on: probes carry no credentials.
@@ -127,7 +112,6 @@ def create_app(settings: Settings, fleet: Fleet | None = None) -> web.Applicatio
     app.router.add_get(
         OWN_PREFIX + "metrics", fleet.handle_metrics if fleet is not None else handle_metrics
     )
-    app.router.add_route("*", OWN_PREFIX + "{tail:.*}", handle_unknown_own)
     app.router.add_route(
         "*",
         "/{tail:.*}",

@@ -66,6 +66,10 @@ from proxy.shell.translated import (
 
 log = logging.getLogger("toolcall_proxy")
 
+# The proxy's own endpoints live under a prefix that no LLM server uses, so that an upstream's
+# /health and /metrics stay reachable through the proxy.
+OWN_PREFIX: Final = "/-/"
+
 NO_INFO: Final = RequestInfo()
 
 
@@ -81,6 +85,12 @@ def check_target(request: web.Request) -> None:
 async def handle_proxy(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
     check_target(request)
+    if request.path.startswith(OWN_PREFIX):
+        # not one of the proxy's endpoints, and never an upstream's: the prefix is the proxy's
+        raise NoRouteError(
+            f"no such endpoint: the proxy's own are {OWN_PREFIX}health, {OWN_PREFIX}ready"
+            f" and {OWN_PREFIX}metrics (GET)"
+        )
     if request.method == "GET" and request.path == "/v1/models":
         return await handle_models(request)
     body, payload = await read_body(
