@@ -8,6 +8,7 @@ by ``python -m bench.translate_request`` (docs/performance.md).
 
 from __future__ import annotations
 
+import gc
 import io
 import logging
 import threading
@@ -17,6 +18,7 @@ import orjson
 import pytest
 
 from proxy.settings import UpstreamSettings
+from proxy.shell.body import parse_json
 from proxy.shell.handlers import OFF_LOOP_BYTES
 from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.protocols.responses import checker
@@ -149,3 +151,28 @@ async def test_a_large_request_is_translated_off_the_event_loop(
     on_loop = record.threadName == threading.main_thread().name
     assert on_loop == (thread == "main")
     assert len(upstream.bodies[0]["messages"]) == turns
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_large_body_is_parsed_without_a_collection_and_the_collector_left_as_it_was(
+    enabled: bool,
+) -> None:
+    body = orjson.dumps({"tools": [{"name": f"f{n}", "input_schema": {}} for n in range(100_000)]})
+    collections: list[str] = []
+
+    def note(phase: str, info: dict[str, int]) -> None:
+        collections.append(phase)
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    gc.callbacks.append(note)
+    try:
+        parsed = parse_json(body)
+        assert gc.isenabled() is enabled
+    finally:
+        gc.callbacks.remove(note)
+        (gc.enable if was else gc.disable)()
+    assert collections == []  # 200,000 containers: a dozen collections with the collector on
+    assert isinstance(parsed, dict)
+    assert len(parsed["tools"]) == 100_000
+    assert parse_json(b"{not json") is None

@@ -20,6 +20,7 @@ the upstream, which bounds their size.
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
@@ -64,10 +65,27 @@ async def read_body(
         ) from None
     except web.RequestPayloadError as exc:  # a broken chunked encoding, a body cut short
         raise ClientRequestError(f"the request body is malformed: {exc}") from None
+    return body, parse_json(body)
+
+
+def parse_json(body: bytes | bytearray) -> object:
+    """The body's JSON, or None when it is none.
+
+    The cyclic collector is off for the parse: a large body is millions of new containers,
+    and each few hundred thousand of them would start a collection of all the others (5 s
+    for the 1.5 million tools of issue 26, 1.3 s without), while JSON has no cycles to find.
+    What the parse made is collected as usual afterwards, or freed before that: a body the
+    proxy refuses or only routes never meets the collector at all.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        return body, orjson.loads(body)
+        return orjson.loads(body)
     except orjson.JSONDecodeError:
-        return body, None
+        return None
+    finally:
+        if enabled:
+            gc.enable()
 
 
 async def _read(request: web.Request, limit: int) -> bytearray:
