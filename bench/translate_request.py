@@ -52,11 +52,7 @@ def request_body(protocol: str, shape: str, count: int) -> bytes:
     if shape == "big-tools":
         prop = b'"p%d":{"type":"string","description":"' + b"d" * 500 + b'"}'
         schema = b'{"type":"object","properties":{%s}}' % b",".join(prop % n for n in range(100))
-    if protocol == "chat":  # the parse alone: a chat request is parsed, then only routed
-        tool = b'{"type":"function","function":{"name":"f%d","parameters":' + schema + b"}}"
-        turn = b'{"role":"user","content":"turn %d"}'
-        head = b'{"model":"m","stream":true,'
-    elif protocol == "responses":
+    if protocol in ("responses", "chat"):  # chat: the same bytes, which it parses and routes
         tool = b'{"type":"function","name":"f%d","parameters":' + schema + b"}"
         if shape == "tiny-tools":
             tool = b'{"type":"function","name":"f%d"}'  # issue 26's: 1.5 million in 53 MiB
@@ -143,7 +139,8 @@ async def measure(proxy_dir: Path, protocol: str, shape: str, count: int, max_to
     mib = len(body) / (1 << 20)
     print(
         f"{proxy_dir}: {protocol}, {shape} x {count}, {mib:.1f} MiB body: status {status}"
-        f" ({answer[:120]!r}); RSS {before:.0f} MiB after start, peak {peak:.0f} MiB"
+        f"{f' ({answer[:100]!r})' if status >= 400 else ''};"
+        f" RSS {before:.0f} MiB after start, peak {peak:.0f} MiB"
         f" ({(peak - before) / mib:.1f}x the body); CPU {cpu:.2f} s;"
         f" longest /-/health wait {worst * 1000:.0f} ms"
     )
