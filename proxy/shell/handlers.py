@@ -360,9 +360,7 @@ async def _respond(
         upstream,
         resp,
         response,
-        transform=None
-        if normalizer is None
-        else ChatSSEStream(normalizer, max_event_bytes=state.settings.limits.max_event_bytes),
+        transform=None if normalizer is None else ChatSSEStream(normalizer),
         repairs=None if normalizer is None else normalizer.repairs,
     )
 
