@@ -189,6 +189,7 @@ async def test_namespace_tools_not_a_list_are_a_400_in_native_mode_too(
     protocol: str, tools: object, proxy_to: Start, caplog: pytest.LogCaptureFixture
 ) -> None:
     upstream, proxy = await proxy_to(NATIVE)
+    body: dict[str, object]
     if protocol == "responses":
         body = {"input": "x", "tools": [{"type": "namespace", "name": "ns", "tools": tools}]}
     else:
