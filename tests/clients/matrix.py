@@ -126,7 +126,13 @@ class Matrix:
 
 
 def versions() -> list[str]:
-    python_packages = ("openai", "langchain-openai", "langchain-core", "pydantic-ai-slim", "litellm")
+    python_packages = (
+        "openai",
+        "langchain-openai",
+        "langchain-core",
+        "pydantic-ai-slim",
+        "litellm",
+    )
     found = [f"{p} {metadata.version(p)}" for p in python_packages]
     found.append(llamaindex_env.described())
     for alias in (

@@ -116,7 +116,9 @@ def pydantic_ai(kind: str) -> Callable[[Sequence[Case], str, Callable[[Case], st
                 model = _pydantic_model(kind, provider, model_for(case))
                 response, error = await _pydantic_request(model, case)
                 results[case.name] = (
-                    Outcome(error=error) if response is None else _from_pydantic(response, error, kind)
+                    Outcome(error=error)
+                    if response is None
+                    else _from_pydantic(response, error, kind)
                 )
             return results
 

@@ -71,7 +71,9 @@ def run(base_url: str, job: dict[str, Any]) -> dict[str, Any]:
 
 
 def _finish(raw: Any) -> str | None:
-    choices = getattr(raw, "choices", None) or (raw.get("choices") if isinstance(raw, dict) else None)
+    choices = getattr(raw, "choices", None) or (
+        raw.get("choices") if isinstance(raw, dict) else None
+    )
     if not choices:
         return None
     choice = choices[0]
