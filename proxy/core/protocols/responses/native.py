@@ -9,7 +9,11 @@ Rules this module keeps:
 * Items never interleave and ``output_index`` is each item's position: an item that begins
   while another is open waits, with its events, until that one is done (llama.cpp ends its
   message only after the calls that followed it; a nameless call's events may alternate with
-  reasoning). An item never ended is ended at the terminal event.
+  reasoning). An item never ended is ended at the terminal event, and a call whose
+  arguments ended (their ``.done`` came, or they are whole JSON) as soon as the next item
+  begins, so that the calls of a server that never ends them (quirk 3) need not wait. Each
+  waiting item keeps its own events, and only the one that may go next is read again: a
+  stream's cost grows with its length, whatever it holds.
 * Repairs (research/protocols.md §2 quirks, §6 llama.cpp), each counted once a stream under
   its kind in proxy/core/repairs.py: missing ``sequence_number``/``event:`` lines/
   ``output_index``/``logprobs``/``annotations``/``content_index``; empty or rotating item
@@ -94,6 +98,7 @@ class NativeStream(ItemFlow):
         self._new_id = new_id
         self._decoder = SSEDecoder(max_event_bytes=options.max_event_bytes)
         self._seq = 0
+        self._arrived = 0  # upstream events so far
         self._out: list[bytes] = []
         dialects = options.dialects if request.extracts else ()
         ItemFlow.__init__(self, request, dialects, dedupe=options.dedupe_calls)
@@ -118,11 +123,9 @@ class NativeStream(ItemFlow):
             self.call_ended(held, None)  # a suspect cut short goes out as it came
         elif held is not None:
             self.call_cut(held)
-        for up in list(self._by_id.values()):
-            if up.extractor is not None:
-                native_text.end_extraction(self, up)
-        waited, self._held = self._held, []
-        for ev in waited:
+        if self._extracting is not None:
+            native_text.end_extraction(self, self._extracting)
+        for ev in self.waited():
             self.emit(ev)
         return self._flush()
 
@@ -138,7 +141,8 @@ class NativeStream(ItemFlow):
         if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
             self._out.append(item.raw)  # not a Responses event: passed on as it came
             return
-        ev = Ev(payload, item.raw)
+        ev = Ev(payload, item.raw, self._arrived)
+        self._arrived += 1
         if payload.get("sequence_number") is None:
             self.repair(Repair.SEQUENCE_NUMBER_MISSING)  # the upstream's, not the events we add
         if item.event != payload["type"]:
@@ -239,14 +243,14 @@ class NativeStream(ItemFlow):
     def _terminal(self, ev: Ev) -> None:
         if self._blocking is not None:
             self.call_ended(self._blocking, None)
-        for up in list(self._by_id.values()):
-            if up.extractor is not None:
-                native_text.end_extraction(self, up)
-        while self._open_item is not None or self._held or self._blocking is not None:
+        if self._extracting is not None:
+            native_text.end_extraction(self, self._extracting)
+        # one item ended (or a held call's end) and one item's events read a turn: the items
+        # left open are ended in order, each event read once
+        while self._open_item is not None or self._waiting or self._blocking is not None:
             if self._blocking is not None:
                 self.call_ended(self._blocking, None)
             elif self._open_item is not None:
-                self.repair(Repair.ITEM_DONE_MISSING)
                 self.close_early(self._open_item)
             self.release()
         response = ev.get("response")

@@ -277,9 +277,7 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
                 self.repair(Repair.ITEM_ID_MISSING)
                 item["id"] = "fc_" + self.new_id()
                 added.changed()
-        if call.upstream_id is None:
-            if added is not None:
-                self.repair(Repair.CALL_ID_MISSING)
+        if call.upstream_id is None:  # counted where the added came without one (call_added)
             call.upstream_id = "call_" + self.new_id()
         CallDriver._identify(self, call)
 

@@ -209,7 +209,7 @@ def _ensure_message(s: NativeStream, up: Up) -> None:
         _show(s, up)
         return
     out = s.new_item("message", "msg_" + s.new_id())
-    up.target = out
+    up.target, out.up = out, up
     s.insert(
         {
             "type": "response.output_item.added",
