@@ -14,8 +14,8 @@ Rules this module keeps:
   begins, so that the calls of a server that never ends them (quirk 3) need not wait. Each
   waiting item keeps its own events, and only the one that may go next is read again: a
   stream's cost grows with its length, whatever it holds.
-* Repairs (research/protocols.md §2 quirks, §6 llama.cpp), each counted once a stream under
-  its kind in proxy/core/repairs.py: missing ``sequence_number``/``event:`` lines/
+* Repairs (research/protocols.md §2 quirks, §6 llama.cpp), each counted every time it is
+  made under its kind in proxy/core/repairs.py: missing ``sequence_number``/``event:`` lines/
   ``output_index``/``logprobs``/``annotations``/``content_index``; empty or rotating item
   and response ids; empty ``call_id`` (made) and ``name`` (the item waits for the name in its
   ``output_item.done``, else the request's only tool); arguments only in ``.done`` (a delta
@@ -160,9 +160,8 @@ class NativeStream(ItemFlow):
         self.emit(Ev(payload, None))
 
     def repair(self, kind: str) -> None:
-        """Count a repair once a stream (per-event field fixes would otherwise count thousands)."""
-        if kind not in self.repairs:
-            self.repairs[kind] = 1
+        """Count a repair, each time it is made (the rule of every stream: docs/repairs.md)."""
+        self.repairs[kind] += 1
 
     def new_id(self) -> str:
         return self._new_id()

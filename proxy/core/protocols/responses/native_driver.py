@@ -263,7 +263,7 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
             self.release()  # what waited behind the repeat goes on
 
     def _record(self, repair: Repair) -> None:
-        self.repair(repair)  # once a stream, as every native repair
+        self.repair(repair)
 
     def _identify(self, call: NativeCall) -> None:
         """The item's id and the call_id, made where missing (in that order, as the ids are
