@@ -26,7 +26,9 @@ Rules this module keeps:
   same call twice in a row, counted, and under ``dedupe_calls`` held until its arguments end
   and dropped. Every function call goes through the shared call state table
   (native_driver.py, proxy/core/calls).
-  Non-standard event names and the ``parallel`` wrapper pass through, counted.
+  Non-standard event names and the ``parallel`` wrapper pass through, counted. A second
+  ``response.created``, and every event after the terminal one, are dropped, counted: the
+  client sees one response, over at its terminal event.
 * ``close(complete=False)``: what is held goes out as it is and nothing is made up, so the
   client sees the cut.
 """
@@ -169,14 +171,16 @@ class NativeStream(ItemFlow):
     # -- routing events ----------------------------------------------------------------------
 
     def dispatch(self, ev: Ev) -> None:
+        if self._over:  # the terminal event went out: the response is over for the client
+            self.repair(Repair.EVENT_AFTER_TERMINAL)
+            return
         kind = ev.type
         if not self._started and kind != "response.created":
             self.repair(Repair.CREATED_MISSING)
             self._start(Ev({"type": "response.created", "response": {}}, None))
         if kind == "response.created":
-            if self._started:
-                self._response_event(ev)
-                self.emit(ev)
+            if self._started:  # one response a stream: clients start over on a second
+                self.repair(Repair.CREATED_REPEATED)
             else:
                 self._start(ev)
             return
