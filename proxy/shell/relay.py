@@ -1,7 +1,9 @@
 """A response body streamed to the client through the pump, and how its end is answered:
 ``write_eof`` after a complete body, an aborted connection after any other end (so the
-client sees the cut, never a clean finish). Shared by every kind of stream the handlers
-start: passthrough, chat rewriting, translated and native protocol streams."""
+client sees the cut, never a clean finish), but for a translated response that failed: its
+failure event is its end, so the body ends there and both connections close (the upstream's
+is left unread). Shared by every kind of stream the handlers start: passthrough, chat
+rewriting, translated and native protocol streams."""
 
 from __future__ import annotations
 
@@ -50,6 +52,15 @@ async def relay(
     exchange.body_ended(end.value)
     if repairs:
         log.debug("upstream %s stream repairs: %s", upstream.route.name, dict(repairs))
+    if end is End.REWRITE_FAILED:
+        log.warning(
+            "upstream %s stream: the translated response failed (it outgrew the proxy's limits);"
+            " its failure event ended it, the rest of the upstream's body is not read",
+            upstream.route.name,
+        )
+        response.force_close()
+        await response.write_eof()
+        return response
     if end is End.CLIENT_STALLED:
         log.warning("upstream %s stream: the client stopped reading; aborting", upstream.route.name)
         if request.transport is not None:

@@ -33,6 +33,11 @@ class Encoder(Protocol):
 
     def response(self) -> JSONObject: ...
 
+    #: characters kept to be repeated (in later events, or the whole response object), which
+    #: the bridge bounds by limits.max_response_body_bytes
+    @property
+    def kept(self) -> int: ...
+
 
 class NativeStream(Protocol):
     """A server's own stream of the protocol, repaired in place."""
@@ -42,6 +47,11 @@ class NativeStream(Protocol):
     def feed(self, chunk: bytes) -> list[bytes]: ...
 
     def close(self, *, complete: bool) -> list[bytes]: ...
+
+    @property
+    def over(self) -> bool:
+        """The client's response is over: the shell reads no more of the upstream's body."""
+        ...
 
 
 class NativeStreamFactory(Protocol):

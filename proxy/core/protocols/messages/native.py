@@ -52,6 +52,8 @@ _Item = tuple[Event, JSONObject]
 
 
 class NativeMessages(TextMarkup):
+    over = False  # the upstream's body is read to its end, whatever it holds
+
     def __init__(
         self,
         new_id: Callable[[], str],

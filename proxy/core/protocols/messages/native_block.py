@@ -85,6 +85,7 @@ class Tally:
     fallback_name: str | None = None  #: Messages names no nameless call: never used
     dropped: list[str] = field(default_factory=list)  #: a dropped repeat's input
     held: int = 0
+    kept: int = 0
 
 
 def input_parses(text: str) -> bool:

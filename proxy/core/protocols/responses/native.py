@@ -90,6 +90,8 @@ _HOSTED_PREFIXES: Final = (
 class NativeStream(ItemFlow):
     """One upstream Responses stream: ``feed(bytes) -> list[bytes]``, ``close(complete=...)``."""
 
+    over = False  # the upstream's body is read to its end, whatever it holds
+
     def __init__(
         self,
         new_id: Callable[[], str],

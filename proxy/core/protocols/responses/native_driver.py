@@ -73,6 +73,7 @@ class _Tally:
     repairs: Counter[str]
     dropped: list[str] = field(default_factory=list)
     held: int = 0
+    kept: int = 0
 
 
 class NativeCalls(CallDriver[NativeCall, None, Ev]):
