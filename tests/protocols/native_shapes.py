@@ -26,7 +26,11 @@ def event(payload: dict[str, Any]) -> bytes:
 
 
 def created() -> bytes:
-    return event({"type": "response.created", "response": {**RESPONSE, "status": "in_progress"}})
+    """``response.created`` and ``response.in_progress`` (one write)."""
+    head = {**RESPONSE, "status": "in_progress"}
+    return event({"type": "response.created", "response": head}) + event(
+        {"type": "response.in_progress", "response": head}
+    )
 
 
 def completed(output: list[Any] | None = None) -> bytes:
@@ -191,5 +195,42 @@ def long_tool_input(deltas: int, piece: str = "ab") -> list[bytes]:
         *body,
         input_delta(0, '"}'),
         block_stop(0),
+        *message_end(),
+    ]
+
+
+def args_behind_a_message(size: int, piece: int = 4096) -> list[bytes]:
+    """llama.cpp's order with one long call: the message stays open (its end comes after the
+    call), so every event of the call waits behind it."""
+    chunk = "x" * piece
+    body = [args_delta(1, chunk) for _ in range(size // piece)]
+    return [
+        created(),
+        *message_added(),
+        call_added(1, "write_file"),
+        args_delta(1, '{"content": "'),
+        *body,
+        args_delta(1, '"}'),
+        message_done(),
+        completed(),
+    ]
+
+
+def input_behind_a_growing_input(size: int, piece: int = 4096) -> list[bytes]:
+    """A tool block whose input is still growing while a second one streams ``size``
+    characters: every event of the second waits behind the first."""
+    chunk = "x" * piece
+    body = [input_delta(1, chunk) for _ in range(size // piece)]
+    return [
+        message_start(),
+        tool_start(0),
+        input_delta(0, '{"q": "Pa'),
+        tool_start(1, "write_file"),
+        input_delta(1, '{"content": "'),
+        *body,
+        input_delta(1, '"}'),
+        input_delta(0, 'ris"}'),
+        block_stop(0),
+        block_stop(1),
         *message_end(),
     ]

@@ -28,8 +28,12 @@ def without_event_line(event: bytes) -> bytes:
     return event[event.index(b"data: ") :]
 
 
+def each_event(writes: list[bytes]) -> list[bytes]:
+    return [event + b"\n\n" for event in b"".join(writes).split(b"\n\n") if event]
+
+
 def test_native_responses_counts_every_event_it_repairs():
-    events = s.sglang_calls(5)  # written without sequence numbers
+    events = each_event(s.sglang_calls(5))  # written without sequence numbers
     repairs = repairs_of("responses", [without_event_line(e) for e in events])
     assert repairs[Repair.SEQUENCE_NUMBER_MISSING] == len(events)
     assert repairs[Repair.EVENT_LINE_MISSING] == len(events)
@@ -37,7 +41,7 @@ def test_native_responses_counts_every_event_it_repairs():
 
 
 def test_native_messages_counts_every_event_it_repairs():
-    events = s.unstopped_blocks(5)
+    events = each_event(s.unstopped_blocks(5))
     repairs = repairs_of("messages", [without_event_line(e) for e in events])
     assert repairs[Repair.EVENT_LINE_MISSING] == len(events)
     assert repairs[Repair.BLOCKS_OVERLAP] == 4  # each block stopped when the next began
@@ -45,5 +49,5 @@ def test_native_messages_counts_every_event_it_repairs():
 
 def test_the_shapes_are_what_they_claim():
     # the counts above are per event only if every event of the shape is one
-    for event in s.sglang_calls(5) + s.unstopped_blocks(5):
+    for event in each_event(s.sglang_calls(5) + s.unstopped_blocks(5)):
         assert "sequence_number" not in json.loads(without_event_line(event)[6:])

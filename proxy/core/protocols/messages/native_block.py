@@ -59,8 +59,11 @@ class ToolCall(CallRecord):
     #: the upstream's ``content_block_start``, written as the call's opening (None: a markup
     #: call, whose block the proxy writes)
     start: Item | None = None
+    start_at: int = -1  #: the start's place among the upstream's events
+    start_held: bool = False  #: the start is held with the call (counted as held)
     #: the upstream's events of the call while it is held (a SUSPECT), in order
     held: list[Item] = field(default_factory=list)
+    held_at: list[int] = field(default_factory=list)  #: their places among the upstream's
 
 
 @dataclass(slots=True)

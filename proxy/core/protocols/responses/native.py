@@ -31,6 +31,12 @@ Rules this module keeps:
   client sees one response, over at its terminal event.
 * ``close(complete=False)``: what is held goes out as it is and nothing is made up, so the
   client sees the cut.
+* Failing open, as chat does: a stream that would hold more than ``max_held_bytes`` (events
+  waiting behind an item or a held call, a held call's text, text a dialect holds), keep
+  more than ``max_response_body_bytes`` to repeat (arguments, text), or that brings an event
+  over ``max_event_bytes`` or ends inside one, gives up rewriting there: what it held goes
+  out as the upstream sent it, in the order it came, then every later byte as it comes, and
+  the proxy adds nothing, not even an end (``cap-reached``, but for the cut tail).
 """
 
 from __future__ import annotations
@@ -100,7 +106,9 @@ class NativeStream(ItemFlow):
         options: UpstreamOptions,
     ) -> None:
         self._new_id = new_id
+        self._options = options
         self._decoder = SSEDecoder(max_event_bytes=options.max_event_bytes)
+        self._raw = False  # gave up rewriting: every byte goes out as it came
         self._seq = 0
         self._arrived = 0  # upstream events so far
         self._out: list[bytes] = []
@@ -122,6 +130,8 @@ class NativeStream(ItemFlow):
     def close(self, *, complete: bool) -> list[bytes]:
         for item in self._decoder.close():
             self._take(item)
+        if self._raw:
+            return self._flush()
         held = self._blocking
         if held is not None and (complete or held.state is SUSPECT):
             self.call_ended(held, None)  # a suspect cut short goes out as it came
@@ -138,7 +148,14 @@ class NativeStream(ItemFlow):
         return out
 
     def _take(self, item: Event | RawBytes) -> None:
-        if isinstance(item, RawBytes) or item.data is None:
+        if self._raw:
+            self._out.append(item.raw)
+            return
+        if isinstance(item, RawBytes):  # an event over the limit, or the stream cut inside one
+            self._give_up(counted=item.reason == "oversize")
+            self._out.append(item.raw)
+            return
+        if item.data is None:
             self._out.append(item.raw)
             return
         payload = loads(item.data)
@@ -153,6 +170,32 @@ class NativeStream(ItemFlow):
             self.repair(Repair.EVENT_LINE_MISSING)
             ev.raw = None
         self.dispatch(ev)
+        if self._over_limits():
+            self._give_up(counted=True)
+
+    def _over_limits(self) -> bool:
+        """What the stream holds, or keeps to repeat, outgrew its limit (before its end)."""
+        if self._over:
+            return False
+        tally, options = self._tally, self._options
+        held = self.held_bytes + tally.held
+        text = self._extracting
+        if text is not None and text.extractor is not None:
+            held += text.extractor.extractor.held
+        return (
+            held > options.max_held_bytes
+            or tally.kept + self.kept_text > options.max_response_body_bytes
+        )
+
+    def _give_up(self, *, counted: bool) -> None:
+        """Rewriting stops (the module's docstring): text a dialect holds goes out as text,
+        the events held as they came, in order; from here on every byte as it comes."""
+        if counted:
+            self.repair(Repair.CAP_REACHED)
+        if self._extracting is not None:
+            native_text.end_extraction(self, self._extracting)
+        self._out += [ev.came for ev in self.held_events() if ev.came is not None]
+        self._raw = True
 
     def emit(self, ev: Ev) -> None:
         """Send one event, numbered in place."""

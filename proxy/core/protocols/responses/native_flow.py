@@ -43,8 +43,7 @@ class ItemFlow(NativeCalls):
         # the items that must wait for the open one, in the order they began, each with its
         # events: one that may go next goes alone, its events read once (``release``)
         self._waiting: dict[Up, list[Ev]] = {}
-        #: the upstream's bytes held back: events waiting, and those of a call held
-        self.held_bytes = 0
+        self.kept_text = 0  # characters of message text kept (to end a part the proxy ends)
         self._extracting: Up | None = None  # the message whose text goes through markup
         self.cut = False  # a call ended with unparsable arguments
 
@@ -96,7 +95,7 @@ class ItemFlow(NativeCalls):
         if up.type == "message" and self.dialects:
             up.extractor = fail_open(build_extractor(self.dialects, self._request.chat_tools))
             self._extracting = up
-            up.deferred.append(ev)
+            self.hold(up.deferred, ev)
             return
         self.show(up, ev)
 
@@ -124,8 +123,7 @@ class ItemFlow(NativeCalls):
         queue = self._waiting.get(up)
         if queue is None:
             queue = self._waiting[up] = []
-        queue.append(ev)
-        self.held_bytes += ev.size
+        self.hold(queue, ev)
 
     def show(self, up: Up, ev: Ev) -> Out:
         """The upstream's output_item.added, as the next item of the output."""
@@ -283,17 +281,31 @@ class ItemFlow(NativeCalls):
         waiting = self._waiting
         while waiting and self._open_item is None and self._blocking is None:
             up = next(iter(waiting))
-            queue = waiting.pop(up)
-            self.held_bytes -= sum(ev.size for ev in queue)
-            for ev in queue:
+            for ev in self.let_go(waiting.pop(up)):
                 self.dispatch(ev)
 
     def waited(self) -> list[Ev]:
         """Every event waiting, in the order they came (the queues emptied)."""
-        events = [ev for queue in self._waiting.values() for ev in queue]
+        events = self.let_go([ev for queue in self._waiting.values() for ev in queue])
         self._waiting = {}
-        self.held_bytes -= sum(ev.size for ev in events)
-        events.sort(key=_arrival)
+        events.sort(key=arrival)
+        return events
+
+    def held_events(self) -> list[Ev]:
+        """Every upstream event held anywhere, in the order they came, the holding let go of
+        (the stream gives up rewriting: they go out as they came)."""
+        events = self.waited()
+        call = self._blocking
+        if call is not None:
+            self._unblock(call)
+            events += [] if call.added is None else [call.added]
+            events += self.let_go(call.queue)
+            call.queue = []
+        for up in {id(up): up for up in (*self._by_id.values(), *self._by_index.values())}.values():
+            if up.deferred:
+                events += self.let_go(up.deferred)
+                up.deferred = []
+        events.sort(key=arrival)
         return events
 
     def close_early(self, out: Out) -> None:
@@ -332,5 +344,5 @@ def _call_ended(out: Out) -> bool:
     )
 
 
-def _arrival(ev: Ev) -> int:
+def arrival(ev: Ev) -> int:
     return ev.n
