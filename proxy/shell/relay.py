@@ -45,8 +45,9 @@ async def relay(
     finally:  # also when the client left
         if repairs is not None and repairs[Repair.CAP_REACHED]:
             log.warning(
-                "upstream %s: a stream outgrew limits.max_event_bytes or limits.max_held_bytes;"
-                " rewriting stopped there and the rest was forwarded raw",
+                "upstream %s: a stream outgrew limits.max_event_bytes or limits.max_held_bytes"
+                " (or, native, limits.max_response_body_bytes); rewriting stopped there and the"
+                " rest was forwarded raw",
                 upstream.route.name,
             )
     exchange.body_ended(end.value)

@@ -51,3 +51,13 @@ def test_the_shapes_are_what_they_claim():
     # the counts above are per event only if every event of the shape is one
     for event in each_event(s.sglang_calls(5) + s.unstopped_blocks(5)):
         assert "sequence_number" not in json.loads(without_event_line(event)[6:])
+
+
+def test_native_messages_counts_a_block_that_waits_once_however_long_it_waits():
+    # a block begun before the one streaming stopped waits for it: one overlap, not one for
+    # every fragment of the other block that came while it waited
+    events = [s.message_start(), s.tool_start(0), s.input_delta(0, '{"q": "'), s.tool_start(1)]
+    events += [s.input_delta(0, "a") for _ in range(10)]
+    events += [s.input_delta(0, '"}'), s.block_stop(0), s.input_delta(1, "{}"), s.block_stop(1)]
+    repairs = repairs_of("messages", [*events, *s.message_end()])
+    assert repairs[Repair.BLOCKS_OVERLAP] == 1
