@@ -18,6 +18,7 @@ from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.protocols import native_shapes as s
 from tests.protocols.test_native_cost import REQUESTS as TOOLS_REQUESTS
+from tests.protocols.test_native_cost import SHAPES as COST_SHAPES
 from tests.streams import serve_writes
 
 REQUESTS: dict[str, dict[str, Any]] = {
@@ -230,3 +231,19 @@ async def test_a_native_stream_past_its_cap_is_logged_once(
     )
     assert out.endswith(writes[-1])
     assert caplog.text.count("outgrew limits.max_event_bytes or limits.max_held_bytes") == 1
+
+
+@pytest.mark.parametrize("shape", list(COST_SHAPES))
+@pytest.mark.parametrize("complete", [True, False])
+def test_what_a_native_stream_held_is_all_let_go_at_its_end(shape: str, complete: bool) -> None:
+    # the count behind max_held_bytes follows every event held and let go: a count that
+    # drifted would fail a later stream open for nothing
+    protocol, build, small = COST_SHAPES[shape]
+    stream = native_stream(protocol, dialects=("hermes",), dedupe_calls=True)
+    body = b"".join(build(small))
+    for at in range(0, len(body), 1500):
+        stream.feed(body[at : at + 1500])
+        assert stream.held_bytes >= 0
+    stream.close(complete=complete)
+    assert stream.held_bytes == 0
+    assert Repair.CAP_REACHED not in stream.repairs

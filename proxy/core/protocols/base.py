@@ -43,6 +43,7 @@ class NativeStream(Protocol):
     """A server's own stream of the protocol, repaired in place."""
 
     repairs: Counter[str]
+    held_bytes: int  #: the upstream's bytes it holds back now, which max_held_bytes bounds
 
     def feed(self, chunk: bytes) -> list[bytes]: ...
 
