@@ -43,7 +43,15 @@ async def relay(
             meter=exchange.meter,
         )
     finally:  # also when the client left
-        if repairs is not None and repairs[Repair.CAP_REACHED]:
+        if transform is not None and transform.over:
+            log.warning(
+                "upstream %s stream: the translated response failed: it outgrew"
+                " limits.max_held_bytes, limits.max_response_body_bytes or"
+                " limits.max_event_bytes; its failure event ended it, and the rest of the"
+                " upstream's body is not read",
+                upstream.route.name,
+            )
+        elif repairs is not None and repairs[Repair.CAP_REACHED]:
             log.warning(
                 "upstream %s: a stream outgrew limits.max_event_bytes or limits.max_held_bytes"
                 " (or, native, limits.max_response_body_bytes); rewriting stopped there and the"
@@ -54,11 +62,6 @@ async def relay(
     if repairs:
         log.debug("upstream %s stream repairs: %s", upstream.route.name, dict(repairs))
     if end is End.REWRITE_FAILED:
-        log.warning(
-            "upstream %s stream: the translated response failed (it outgrew the proxy's limits);"
-            " its failure event ended it, the rest of the upstream's body is not read",
-            upstream.route.name,
-        )
         response.force_close()
         await response.write_eof()
         return response

@@ -166,3 +166,29 @@ async def test_after_a_failure_event_both_connections_close(
     assert name == ("response.failed" if protocol == "responses" else "error")
     async with asyncio.timeout(10):
         await left.wait()  # the proxy stopped reading and closed the upstream's connection
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [{"max_response_body_bytes": 256 << 10}, {"max_held_bytes": 64 << 10}],
+    ids=["kept", "held"],
+)
+async def test_a_translate_failure_is_logged_once(
+    limits: dict[str, int],
+    start_upstream: StartUpstream,
+    start_proxy: StartProxy,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # held: a call whose name comes only after all of its arguments is held whole
+    writes = long_call(300 << 10)
+    if "max_held_bytes" in limits:
+        nameless = [call_event(0, '{"content": "'), *writes[2:-3]]
+        writes = [writes[0], *nameless, call_event(0, '"}', name="write_file"), *writes[-2:]]
+    body = await translated(
+        "responses", serve_writes(writes), start_upstream, start_proxy, limits=limits
+    )
+    assert events_of(body)[-1][0] == "response.failed"
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1
+    assert "the translated response failed" in warnings[0]
+    assert next(iter(limits)) in warnings[0]  # the limit it outgrew is named
