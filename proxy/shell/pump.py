@@ -51,7 +51,7 @@ JOIN_MAX_BYTES = 1 << 20  # larger output is written piece by piece, not copied 
 
 class BodyTransform(Protocol):
     """The core's side of a rewritten stream: upstream reads in, client bytes out
-    (proxy.core.protocols.chat.sse_stream.ChatSSEStream, proxy.core.bridge.Bridge, a
+    (proxy.core.protocols.chat.sse_stream.ChatSSEStream, proxy.core.bridge.ChatBridge, a
     protocol's native stream)."""
 
     def feed(self, chunk: bytes) -> list[bytes]: ...

@@ -14,7 +14,7 @@ Rules this module keeps:
   begins, so that the calls of a server that never ends them (quirk 3) need not wait. Each
   waiting item keeps its own events, and only the one that may go next is read again: a
   stream's cost grows with its length, whatever it holds.
-* Repairs (research/protocols.md §2 quirks, §6 llama.cpp), each counted every time it is
+* Repairs (docs/quirks.md R1-R10, "llama.cpp's own endpoints"), each counted every time it is
   made under its kind in proxy/core/repairs.py: missing ``sequence_number``/``event:`` lines/
   ``output_index``/``logprobs``/``annotations``/``content_index``; empty or rotating item
   and response ids; empty ``call_id`` (made) and ``name`` (the item waits for the name in its
