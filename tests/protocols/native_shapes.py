@@ -9,7 +9,7 @@ import orjson
 
 RESPONSE = {"id": "resp_1", "object": "response", "created_at": 1, "model": "m"}
 USAGE = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
-MESSAGE = {
+MESSAGE: dict[str, Any] = {
     "id": "msg_1",
     "type": "message",
     "role": "assistant",
@@ -22,7 +22,8 @@ MESSAGE = {
 
 
 def event(payload: dict[str, Any]) -> bytes:
-    return b"event: " + payload["type"].encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+    kind: str = payload["type"]
+    return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
 
 
 def created() -> bytes:

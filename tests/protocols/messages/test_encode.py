@@ -178,7 +178,8 @@ def test_every_event_has_its_event_line():
 
 def test_a_streaming_encoder_keeps_no_text_it_never_repeats():
     # issue 26 item 11: a stream's text went into a whole Message nobody asked for
-    events = [Started(), *(TextDelta("x" * 100) for _ in range(100)), CallOpened(0, "a", "f")]
+    events: list[StreamEvent] = [Started(), *(TextDelta("x" * 100) for _ in range(100))]
+    events.append(CallOpened(0, "a", "f"))
     events += [ArgumentsDelta(0, '{"x": 1}'), CallClosed(0), Finished(FinishReason.TOOL_CALLS)]
     streamed, stream = encode([*events, Ended(True)])
     whole, kept_whole = encode([*events, Ended(True)], stream=False)

@@ -254,17 +254,14 @@ def _long_text_response(deltas: int, text_at: int) -> tuple[list[bytes], int]:
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    end = [
-        data
-        for event in [
-            CallOpened(0, "c", "f"),  # the text's item ends here
-            ArgumentsDelta(0, "{}"),
-            CallClosed(0),
-            Finished(FinishReason.TOOL_CALLS),
-            Ended(complete=True),
-        ]
-        for data in encoder.feed(event)
+    ending: list[StreamEvent] = [
+        CallOpened(0, "c", "f"),  # the text's item ends here
+        ArgumentsDelta(0, "{}"),
+        CallClosed(0),
+        Finished(FinishReason.TOOL_CALLS),
+        Ended(complete=True),
     ]
+    end = [data for event in ending for data in encoder.feed(event)]
     return end, peak
 
 
