@@ -115,6 +115,21 @@ class Repair(StrEnum):
     NONSTANDARD_EVENT = "nonstandard-event"  # R8: detected only, passed through
     PARALLEL_WRAPPER = "parallel-wrapper"  # R9: detected only, passed through
 
+    # The request side: the chat request reshaped so that the upstream's chat template takes
+    # it (proxy/core/request_repairs/; counted with side="request", REQUEST_SIDE below)
+    DEVELOPER_ROLE = "developer-role"  # `developer` for `system`
+    SYSTEM_NOT_FIRST = "system-not-first"  # several system messages, or one past the first
+    TEXT_PARTS_AS_LIST = "text-parts-as-list"  # a content part list holding only text
+    SAME_ROLE_CONSECUTIVE = "same-role-consecutive"  # user after user, assistant after assistant
+    CALL_CONTENT_NULL = "tool-call-content-null"  # an assistant's calls with content null
+    FIRST_TURN_NOT_USER = "first-turn-not-user"  # the first message past the system one
+    PARALLEL_CALLS_UNSUPPORTED = "parallel-calls-unsupported"  # Llama 3.x: one call a message
+    USER_AFTER_TOOL_RESULTS = "user-after-tool-results"  # Mistral: turns must alternate
+    CALL_ID_NOT_MISTRAL = "call-id-not-mistral"  # Mistral: ids of nine letters and digits
+    SYSTEM_ROLE_UNSUPPORTED = "system-role-unsupported"  # Gemma 2: no system role
+    SCHEMA_TYPE_LIST = "schema-type-list"  # `"type": ["string", "null"]` in a tool's schema
+    SCHEMA_UNION = "schema-union-of-primitives"  # `anyOf` / `oneOf` of primitive types
+
 
 # Kinds that report what was seen without changing a byte (quirks.md's DETECT).
 # A repeated call is dropped only from markup (which comes with markup-in-content) or under
@@ -125,6 +140,26 @@ DETECTED_ONLY: Final = frozenset(
         Repair.CALL_DUPLICATED,
         Repair.NONSTANDARD_EVENT,
         Repair.PARALLEL_WRAPPER,
+    }
+)
+
+
+# The kinds of the request side (metrics label side="request"); every other kind is the
+# response's.
+REQUEST_SIDE: Final = frozenset(
+    {
+        Repair.DEVELOPER_ROLE,
+        Repair.SYSTEM_NOT_FIRST,
+        Repair.TEXT_PARTS_AS_LIST,
+        Repair.SAME_ROLE_CONSECUTIVE,
+        Repair.CALL_CONTENT_NULL,
+        Repair.FIRST_TURN_NOT_USER,
+        Repair.PARALLEL_CALLS_UNSUPPORTED,
+        Repair.USER_AFTER_TOOL_RESULTS,
+        Repair.CALL_ID_NOT_MISTRAL,
+        Repair.SYSTEM_ROLE_UNSUPPORTED,
+        Repair.SCHEMA_TYPE_LIST,
+        Repair.SCHEMA_UNION,
     }
 )
 
