@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Final
 
@@ -26,6 +27,7 @@ from proxy.shell.middlewares import (
     request_line_middleware,
 )
 from proxy.shell.readiness import READINESS, Readiness, handle_ready
+from proxy.shell.template_probe import TemplateState, read_until_answered, reads_template
 
 # The proxy's own endpoints live under a prefix that no LLM server uses, so that an upstream's
 # /health and /metrics stay reachable through the proxy.
@@ -42,6 +44,7 @@ def build_upstreams(settings: Settings) -> dict[str, UpstreamConfig]:
             authorization=f"Bearer {key}" if key is not None else None,
             normalize=normalize_options(options, settings) if options.normalize else None,
             slots=Slots(options.name, options.max_concurrent_requests),
+            template=TemplateState(options.template_needs()),
         )
     return configs
 
@@ -100,7 +103,18 @@ def create_app(settings: Settings, fleet: Fleet | None = None) -> web.Applicatio
             trace_configs=[reuse_tracing()],
         )
         app[STATE] = ProxyState(settings, router, upstreams, session)
+        # each upstream's chat template, read once at start (and on readiness rounds)
+        probes = [
+            asyncio.create_task(
+                read_until_answered(session, u.route.base_url, u.authorization, u.template)
+            )
+            for u in upstreams.values()
+            if reads_template(u)
+        ]
         yield
+        for probe in probes:
+            probe.cancel()
+        await asyncio.gather(*probes, return_exceptions=True)
         await session.close()
 
     app.cleanup_ctx.append(client_session)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from functools import cache
 from time import perf_counter
 from typing import Any
@@ -36,6 +37,7 @@ from proxy.core.protocols.chat.normalize import (
     normalize_completion,
 )
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
+from proxy.core.request_repairs.repair import repair_request
 from proxy.core.routing import is_safe_path, upstream_url
 from proxy.settings import Settings
 from proxy.shell import keepalive
@@ -48,7 +50,7 @@ from proxy.shell.app_state import (
 from proxy.shell.bodies import media_type, read_capped
 from proxy.shell.body import ForwardedBody, body_facts, read_body
 from proxy.shell.credentials import apply_credentials
-from proxy.shell.exchange import EXCHANGE
+from proxy.shell.exchange import EXCHANGE, Exchange
 from proxy.shell.forwarded import set_forwarded
 from proxy.shell.headers import end_to_end
 from proxy.shell.metrics import METRICS
@@ -95,6 +97,10 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
     if plan.mode is Mode.TRANSLATE:
         chat = translate_request(plan, payload)
         request.app[METRICS].dropped(plan.protocol.name if plan.protocol else "", chat.dropped)
+        # the proxy built this request: it goes out as every template takes it
+        fixed = repair_request(chat.body, upstream.template.needs)
+        exchange.request_repairs.update(fixed.repairs)
+        chat = replace(chat, body=fixed.body)
         forwarding.apply(chat.body)
         with upstream.slots.take():
             async with UpstreamCall(
@@ -106,7 +112,10 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
                 plan=plan,
             ) as resp:
                 return await respond_translated(request, state, upstream, plan, chat, resp)
-    body = _forwarded(forwarding, payload, body)
+    repaired = False
+    if plan.mode is Mode.CHAT and upstream.options.request_repairs == "auto":
+        payload, repaired = _repaired(payload, upstream, exchange)
+    body = _forwarded(forwarding, payload, body, repaired=repaired)
     if plan.mode is not Mode.NATIVE:
         payload = None  # a chat completion or passthrough needs only the facts taken from it
     with upstream.slots.take():
@@ -116,15 +125,28 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
             return await _respond(request, state, upstream, plan, facts.info, resp)
 
 
+def _repaired(payload: object, upstream: UpstreamConfig, exchange: Exchange) -> tuple[object, bool]:
+    """A chat client's request as the upstream's template takes it (request_repairs = "auto"),
+    and whether that changed it; the very payload when no rule applies, so that its bytes go
+    out as they came."""
+    if not isinstance(payload, dict):
+        return payload, False
+    repaired = repair_request(payload, upstream.template.needs)
+    exchange.request_repairs.update(repaired.repairs)
+    return repaired.body, bool(repaired.repairs)
+
+
 def _forwarded(
-    forwarding: Forwarding, payload: object, body: bytes | bytearray | None
+    forwarding: Forwarding, payload: object, body: bytes | bytearray | None, *, repaired: bool
 ) -> bytes | bytearray | None:
     """The body with the upstream's model_map and max_tokens_limit applied (the client's
-    payload stays as it asked, for the answer); the very body when neither changes it."""
-    if not forwarding.active or not isinstance(payload, dict):
+    payload stays as it asked, for the answer), re-encoded when the request repairer changed
+    it; the very body when nothing changes it."""
+    if not isinstance(payload, dict) or not (forwarding.active or repaired):
         return body
     forwarded = dict(payload)
-    return orjson.dumps(forwarded) if forwarding.apply(forwarded) else body
+    changed = forwarding.apply(forwarded) if forwarding.active else False
+    return orjson.dumps(forwarded) if changed or repaired else body
 
 
 class UpstreamCall:
