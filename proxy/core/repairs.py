@@ -129,6 +129,11 @@ class Repair(StrEnum):
     SYSTEM_ROLE_UNSUPPORTED = "system-role-unsupported"  # Gemma 2: no system role
     SCHEMA_TYPE_LIST = "schema-type-list"  # `"type": ["string", "null"]` in a tool's schema
     SCHEMA_UNION = "schema-union-of-primitives"  # `anyOf` / `oneOf` of primitive types
+    # ... and a native Responses request (responses/native_tools.py)
+    NAMESPACE_TOOL = "namespace-tool"  # flattened into functions (Codex's multi_agent_v1)
+    CUSTOM_TOOL = "custom-tool"  # a freeform tool sent as a function with one `input`
+    HOSTED_TOOL = "hosted-tool"  # web_search and the like: OpenAI's own, dropped
+    TEXT_WITHOUT_FORMAT = "text-without-format"  # `text: {verbosity}`: LM Studio refuses it
 
 
 # Kinds that report what was seen without changing a byte (quirks.md's DETECT).
@@ -160,6 +165,10 @@ REQUEST_SIDE: Final = frozenset(
         Repair.SYSTEM_ROLE_UNSUPPORTED,
         Repair.SCHEMA_TYPE_LIST,
         Repair.SCHEMA_UNION,
+        Repair.NAMESPACE_TOOL,
+        Repair.CUSTOM_TOOL,
+        Repair.HOSTED_TOOL,
+        Repair.TEXT_WITHOUT_FORMAT,
     }
 )
 

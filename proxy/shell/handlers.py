@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
 from functools import cache
 from time import perf_counter
@@ -37,6 +38,8 @@ from proxy.core.protocols.chat.normalize import (
     normalize_completion,
 )
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
+from proxy.core.protocols.responses.context import ToolRef
+from proxy.core.request_repairs.native import NATIVE_REQUEST_REPAIRS
 from proxy.core.request_repairs.repair import repair_request
 from proxy.core.routing import is_safe_path, upstream_url
 from proxy.settings import Settings
@@ -112,16 +115,21 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
                 plan=plan,
             ) as resp:
                 return await respond_translated(request, state, upstream, plan, chat, resp)
-    repaired = False
+    repaired, sent = False, payload
+    names: Mapping[str, ToolRef] = {}
     if plan.mode is Mode.CHAT and upstream.options.request_repairs == "auto":
-        payload, repaired = _repaired(payload, upstream, exchange)
-    body = _forwarded(forwarding, payload, body, repaired=repaired)
+        sent, repaired = _repaired(payload, upstream, exchange)
+    elif plan.mode is Mode.NATIVE and plan.protocol is not None and isinstance(payload, dict):
+        native = NATIVE_REQUEST_REPAIRS[plan.protocol.name](payload)
+        exchange.request_repairs.update(native.repairs)
+        sent, repaired, names = native.body, bool(native.repairs), native.names
+    body = _forwarded(forwarding, sent, body, repaired=repaired)
     if plan.mode is not Mode.NATIVE:
-        payload = None  # a chat completion or passthrough needs only the facts taken from it
+        payload = sent = None  # a chat completion or passthrough needs only its facts
     with upstream.slots.take():
         async with UpstreamCall(request, state, upstream, body, plan=plan) as resp:
             if plan.mode is Mode.NATIVE:
-                return await respond_native(request, state, upstream, plan, payload, resp)
+                return await respond_native(request, state, upstream, plan, payload, resp, names)
             return await _respond(request, state, upstream, plan, facts.info, resp)
 
 
