@@ -1,0 +1,111 @@
+"""A sample of the corpus as full requests (prompt processing and generation) through the
+proxy to the real llama-server, under the templates whose refusals the repairs remove, and
+the server's own Responses and Messages streams through native mode, judged by the strict
+checkers. Generation is capped by the upstream's max_tokens_limit: the prompt is what is
+under test."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from proxy.settings import Settings, UpstreamSettings
+from proxy.shell.app import create_app
+from tests.live.corpus import Recorded, Verdict, load, verdict
+from tests.live.server import Build, LlamaServer
+from tests.protocols.messages import checker as messages_checker
+from tests.protocols.responses import checker as responses_checker
+
+pytestmark = pytest.mark.live
+
+#: the templates the issue found refusing agents' requests, and Qwen2.5 (no refusal)
+SAMPLE: Final = (
+    "Qwen3.5-4B",
+    "mistralai-Mistral-Nemo-Instruct-2407",
+    "Mistral-Small-3.2-24B-Instruct-2506",
+    "google-gemma-2-2b-it",
+    "Qwen-Qwen2.5-7B-Instruct",
+)
+MAX_TOKENS: Final = 24
+
+
+async def proxy_for(server: LlamaServer, **upstream: Any) -> TestClient[Any, Any]:
+    settings = Settings(
+        upstreams=[
+            UpstreamSettings(name="llama", url=server.url, max_tokens_limit=MAX_TOKENS, **upstream)
+        ]
+    )
+    client: TestClient[Any, Any] = TestClient(TestServer(create_app(settings)))
+    await client.start_server()
+    ready = await client.get("/-/ready")
+    assert ready.status == 200, await ready.text()
+    return client
+
+
+def template(build: Build, name: str) -> Path:
+    [found] = [t for t in build.templates() if t.stem == name]
+    return found
+
+
+async def send(proxy: TestClient[Any, Any], recorded: Recorded) -> tuple[int, bytes]:
+    resp = await proxy.post(recorded.path, json=recorded.body)
+    return resp.status, await resp.read()
+
+
+@pytest.mark.parametrize("name", SAMPLE)
+async def test_full_requests_through_the_proxy_are_accepted(
+    llama_build: Build, tiny_model: Path, tmp_path: Path, name: str
+):
+    server = LlamaServer(
+        llama_build, tiny_model, template(llama_build, name), tmp_path / "server.log"
+    )
+    await asyncio.to_thread(server.__enter__)
+    try:
+        proxy = await proxy_for(server)
+        try:
+            refused = []
+            for recorded in load(images=False):
+                status, body = await send(proxy, recorded)
+                found, detail = verdict(status, body)
+                if found is Verdict.REFUSED:
+                    refused.append(f"{recorded.name}: {status} {detail}")
+            assert refused == [], server.logged()
+        finally:
+            await proxy.close()
+    finally:
+        server.__exit__()
+
+
+async def test_the_servers_own_responses_and_messages_streams_come_out_canonical(
+    llama_build: Build, tiny_model: Path, tmp_path: Path
+):
+    """Native mode in front of llama-server's /v1/responses and /v1/messages, Qwen2.5's
+    template (the tiny model opens a call there when tools are offered)."""
+    server = LlamaServer(
+        llama_build,
+        tiny_model,
+        template(llama_build, "Qwen-Qwen2.5-7B-Instruct"),
+        tmp_path / "server.log",
+    )
+    await asyncio.to_thread(server.__enter__)
+    try:
+        proxy = await proxy_for(server, responses="native", messages="native")
+        try:
+            corpus = {r.name: r for r in load(images=False)}
+            for name in ("codex-first", "codex-tool-result", "sdk-responses-parallel"):
+                status, body = await send(proxy, corpus[name])
+                assert status == 200, (name, body[:500])
+                checked = responses_checker.check(body)
+                assert checked.response is not None, name
+            for name in ("claude-code-first", "claude-code-tool-result", "sdk-messages-parallel"):
+                status, body = await send(proxy, corpus[name])
+                assert status == 200, (name, body[:500])
+                messages_checker.check(body)
+        finally:
+            await proxy.close()
+    finally:
+        server.__exit__()
