@@ -15,6 +15,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+PROPS_REQUEST = b"GET /props "
+NO_PROPS = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
 @dataclass
@@ -85,6 +87,14 @@ class RawUpstream:
         self.conns.append(conn)
         try:
             conn.head = await reader.readuntil(b"\r\n\r\n")
+            if conn.head.startswith(PROPS_REQUEST):
+                self.conns.remove(conn)
+                # the proxy asks for the chat template at start (issue 23): answered as a
+                # server without /props answers, outside the scripts and their connections
+                writer.write(NO_PROPS)
+                await writer.drain()
+                writer.close()
+                return
             length = _content_length(conn.head)
             conn.body = await reader.readexactly(length) if length else b""
             await self.script(conn)

@@ -27,7 +27,13 @@ from proxy.shell.middlewares import (
     request_line_middleware,
 )
 from proxy.shell.readiness import READINESS, Readiness, handle_ready
-from proxy.shell.template_probe import TemplateState, read_until_answered, reads_template
+from proxy.shell.template_probe import (
+    START_TIMEOUT,
+    TemplateState,
+    read_template,
+    read_until_answered,
+    reads_template,
+)
 
 # The proxy's own endpoints live under a prefix that no LLM server uses, so that an upstream's
 # /health and /metrics stay reachable through the proxy.
@@ -103,13 +109,23 @@ def create_app(settings: Settings, fleet: Fleet | None = None) -> web.Applicatio
             trace_configs=[reuse_tracing()],
         )
         app[STATE] = ProxyState(settings, router, upstreams, session)
-        # each upstream's chat template, read once at start (and on readiness rounds)
+        # each upstream's chat template, read once at start (and on readiness rounds); one
+        # that does not answer yet (still loading its model) is asked again in the background
+        asking = [u for u in upstreams.values() if reads_template(u)]
+        answered = await asyncio.gather(
+            *(
+                read_template(
+                    session, u.route.base_url, u.authorization, u.template, timeout=START_TIMEOUT
+                )
+                for u in asking
+            )
+        )
         probes = [
             asyncio.create_task(
                 read_until_answered(session, u.route.base_url, u.authorization, u.template)
             )
-            for u in upstreams.values()
-            if reads_template(u)
+            for u, done in zip(asking, answered, strict=True)
+            if not done
         ]
         yield
         for probe in probes:

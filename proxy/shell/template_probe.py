@@ -28,6 +28,8 @@ log = logging.getLogger("toolcall_proxy")
 
 PROPS_PATH: Final = "/props"
 TIMEOUT_SECONDS: Final = 5.0
+MAX_PROPS_BYTES: Final = 4 << 20
+START_TIMEOUT: Final = 2.0  # the first ask, while the proxy starts; later ones in the background
 RETRY_SECONDS: Final = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)  # then every 30 s until it answers
 
 
@@ -47,7 +49,12 @@ class TemplateState:
 
 
 async def read_template(
-    session: ClientSession, base_url: str, authorization: str | None, state: TemplateState
+    session: ClientSession,
+    base_url: str,
+    authorization: str | None,
+    state: TemplateState,
+    *,
+    timeout: float = TIMEOUT_SECONDS,  # noqa: ASYNC109 (aiohttp's own timeout, per request)
 ) -> bool:
     """Ask the upstream once; True when it answered (whatever it said)."""
     headers = {hdrs.AUTHORIZATION: authorization} if authorization is not None else {}
@@ -56,11 +63,17 @@ async def read_template(
             upstream_url(base_url, PROPS_PATH),
             headers=headers,
             allow_redirects=False,
-            timeout=ClientTimeout(total=TIMEOUT_SECONDS),
+            timeout=ClientTimeout(total=timeout),
         ) as resp:
             if resp.status >= 500:  # llama-server says 503 while it loads its model
                 return False
-            body = await resp.read() if resp.status == 200 else b""
+            json_answer = resp.content_type == "application/json"
+            # a template is some kilobytes; whatever else a server answers is not read whole
+            body = (
+                await resp.content.read(MAX_PROPS_BYTES)
+                if resp.status == 200 and json_answer
+                else b""
+            )
     except (ClientError, TimeoutError):
         return False
     templates = _templates(body)
@@ -88,10 +101,13 @@ def _templates(body: bytes) -> list[str]:
 async def read_until_answered(
     session: ClientSession, base_url: str, authorization: str | None, state: TemplateState
 ) -> None:
-    """At start: ask until the upstream answers, backing off to every 30 s."""
+    """After a first ask at start went unanswered: ask until the upstream answers, backing off
+    to every 30 s."""
     attempt = 0
-    while not await read_template(session, base_url, authorization, state):
+    while True:
         await asyncio.sleep(RETRY_SECONDS[min(attempt, len(RETRY_SECONDS) - 1)])
+        if await read_template(session, base_url, authorization, state):
+            return
         attempt += 1
 
 
