@@ -128,7 +128,10 @@ class Repair(StrEnum):
     CALL_ID_NOT_MISTRAL = "call-id-not-mistral"  # Mistral: ids of nine letters and digits
     SYSTEM_ROLE_UNSUPPORTED = "system-role-unsupported"  # Gemma 2: no system role
     SCHEMA_TYPE_LIST = "schema-type-list"  # `"type": ["string", "null"]` in a tool's schema
-    SCHEMA_UNION = "schema-union-of-primitives"  # `anyOf` / `oneOf` of primitive types
+    SCHEMA_UNION = "schema-union"  # `anyOf` / `oneOf` under a template that takes one type
+    SCHEMA_TYPE_MISSING = "schema-type-missing"  # a parameter without a type (Seed-OSS)
+    SCHEMA_ARRAY_TYPE = "schema-array-type"  # Command-R+ cannot render an array's type
+    TOOL_ROLE_UNSUPPORTED = "tool-role-unsupported"  # Gemma 2: calls and results as text
     # ... and a native Responses request (responses/native_tools.py)
     NAMESPACE_TOOL = "namespace-tool"  # flattened into functions (Codex's multi_agent_v1)
     CUSTOM_TOOL = "custom-tool"  # a freeform tool sent as a function with one `input`
@@ -165,6 +168,9 @@ REQUEST_SIDE: Final = frozenset(
         Repair.SYSTEM_ROLE_UNSUPPORTED,
         Repair.SCHEMA_TYPE_LIST,
         Repair.SCHEMA_UNION,
+        Repair.SCHEMA_TYPE_MISSING,
+        Repair.SCHEMA_ARRAY_TYPE,
+        Repair.TOOL_ROLE_UNSUPPORTED,
         Repair.NAMESPACE_TOOL,
         Repair.CUSTOM_TOOL,
         Repair.HOSTED_TOOL,

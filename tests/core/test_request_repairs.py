@@ -273,49 +273,81 @@ def test_a_target_taken_by_a_valid_id_is_drawn_again():
     assert ids.valid(mapping["call_x"])
 
 
+def tool_with(schema: dict) -> dict:
+    return {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"p": schema}}}}
+
+
+def parameter(body: dict, needs: TemplateNeeds) -> tuple[object, set]:
+    repaired = repair_request(body, needs)
+    return repaired.body["tools"][0]["function"]["parameters"]["properties"]["p"], set(repaired.repairs)
+
+
 @pytest.mark.parametrize(
-    ("schema", "expected", "kind"),
+    ("schema", "expected", "kinds"),
     [
         (
             {"type": ["string", "null"], "description": "d"},
-            {"type": "string", "description": "d"},
-            Repair.SCHEMA_TYPE_LIST,
+            {"description": "d", "anyOf": [{"type": "string"}, {"type": "null"}]},
+            {Repair.SCHEMA_TYPE_LIST},
         ),
+        (
+            {"type": "array", "items": {"type": ["integer", "null"]}},
+            {"items": {"anyOf": [{"type": "integer"}, {"type": "null"}]}, "anyOf": [{"type": "array"}]},
+            {Repair.SCHEMA_TYPE_LIST, Repair.SCHEMA_ARRAY_TYPE},
+        ),
+    ],
+)
+def test_command_r_gets_type_lists_and_arrays_in_an_anyof_without_loss(schema, expected, kinds):
+    body = {"messages": [{"role": "user", "content": "u"}], "tools": [tool_with(schema)]}
+    assert parameter(body, FAMILIES["command_r"]) == (expected, kinds)
+
+
+def test_hermes_keeps_its_arrays_and_gets_its_type_lists_wrapped():
+    body = {"messages": [{"role": "user", "content": "u"}], "tools": [tool_with({"type": "array", "items": {"type": "string"}})]}
+    assert repair_request(body, FAMILIES["hermes"]).body is body
+
+
+@pytest.mark.parametrize(
+    ("schema", "expected", "kind"),
+    [
         ({"type": ["null", "integer"]}, {"type": "integer"}, Repair.SCHEMA_TYPE_LIST),
         (
             {"anyOf": [{"type": "string"}, {"type": "null"}], "title": "Unit"},
             {"type": "string", "title": "Unit"},
             Repair.SCHEMA_UNION,
         ),
-        (
-            {"oneOf": [{"type": "null"}, {"type": "number", "minimum": 0}]},
-            {"type": "number", "minimum": 0},
-            Repair.SCHEMA_UNION,
-        ),
+        ({"oneOf": [{"type": "null"}, {"type": "number", "minimum": 0}]}, {"type": "number", "minimum": 0}, Repair.SCHEMA_UNION),
+        ({"description": "any"}, {"description": "any", "type": "string"}, Repair.SCHEMA_TYPE_MISSING),
+        ({"enum": [1, 2]}, {"enum": [1, 2], "type": "integer"}, Repair.SCHEMA_TYPE_MISSING),
     ],
 )
-def test_schema_type_lists_and_unions_of_primitives_are_simplified(schema, expected, kind):
-    tool = {
-        "type": "function",
-        "function": {"name": "f", "parameters": {"type": "object", "properties": {"p": schema}}},
-    }
-    repaired = repair_request(
-        {"messages": [{"role": "user", "content": "u"}], "tools": [tool]}, FAMILIES["command_r"]
-    )
-    assert repaired.body["tools"][0]["function"]["parameters"]["properties"]["p"] == expected
-    assert set(repaired.repairs) == {kind}
+def test_seed_oss_gets_one_type_on_every_parameter(schema, expected, kind):
+    body = {"messages": [{"role": "user", "content": "u"}], "tools": [tool_with(schema)]}
+    assert parameter(body, FAMILIES["seed_oss"]) == (expected, {kind})
 
 
-def test_a_union_of_objects_is_left_as_it_is():
-    union = {
-        "anyOf": [{"type": "object", "properties": {"a": {"type": "string"}}}, {"type": "null"}]
+def test_a_schema_with_one_type_everywhere_is_left_as_it_is():
+    body = {"messages": [{"role": "user", "content": "u"}], "tools": [tool_with({"type": "object", "properties": {"a": {"type": "string"}}})]}
+    for family in ("command_r", "hermes", "seed_oss"):
+        assert repair_request(body, FAMILIES[family]).body is body
+
+
+def test_gemma2_hears_tool_calls_and_results_as_text():
+    body = {
+        "messages": [
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": None, "tool_calls": [call("a", "f", '{"x": 1}'), call("b", "g")]},
+            {"role": "tool", "tool_call_id": "a", "content": "ra"},
+            {"role": "tool", "tool_call_id": "b", "content": "rb"},
+        ]
     }
-    tool = {
-        "type": "function",
-        "function": {"name": "f", "parameters": {"type": "object", "properties": {"p": union}}},
-    }
-    body = {"messages": [{"role": "user", "content": "u"}], "tools": [tool]}
-    assert repair_request(body, FAMILIES["command_r"]).body is body
+    repaired = repair_request(body, FAMILIES["gemma2"])
+    assert repaired.body["messages"] == [
+        {"role": "user", "content": "u"},
+        {"role": "assistant", "content": '{"name":"f","arguments":{"x":1}}\n\n{"name":"g","arguments":{}}'},
+        {"role": "user", "content": "ra\n\nrb"},
+    ]
+    assert {Repair.TOOL_ROLE_UNSUPPORTED, Repair.SAME_ROLE_CONSECUTIVE} <= set(repaired.repairs)
 
 
 def test_needs_are_recognised_from_the_templates_own_words():
@@ -324,5 +356,8 @@ def test_needs_are_recognised_from_the_templates_own_words():
     ).mistral_ids
     assert needs_of_template("{{ raise_exception('System role not supported') }}").no_system_role
     assert needs_of_template("only supports single tool-calls at once").single_calls
-    assert needs_of_template("{%- macro json_to_python_type(json_spec) %}").simple_schemas
-    assert needs_of_template("{{ messages }}") == TemplateNeeds()
+    assert needs_of_template("{%- if basic_type_map[json_spec.type] is defined %}").schema_lookup
+    assert needs_of_template("json_to_python_type(json_spec.items)").schema_arrays
+    assert needs_of_template("{{ py_type(spec.type) }}").schema_single_types
+    assert needs_of_template("{{ messages }}").no_tool_role
+    assert needs_of_template("{{ messages }} {{ tools }}") == TemplateNeeds()

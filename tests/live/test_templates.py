@@ -121,7 +121,7 @@ async def test_every_template_accepts_the_corpus_through_the_proxy(
         "refused before": refused_direct,
     }
     print(json.dumps(report, indent=1))
-    assert refused_through == []
+    assert refused_through == [], "\n".join(refused_through)
     # the repairs matter: before them, these templates refused these agents' requests
     for template, agent in [
         ("Qwen3.5-4B", "codex-first"),

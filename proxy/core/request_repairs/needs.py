@@ -19,10 +19,15 @@ class TemplateNeeds:
     mistral_ids: bool = False
     #: no system role: the system text goes into the first user message (Gemma 2)
     no_system_role: bool = False
-    #: tool parameter schemas without type lists or unions of primitive types: the template
-    #: maps each ``type`` to a name and cannot take a list (Command-R+, Seed-OSS under
-    #: llama.cpp's template engine)
-    simple_schemas: bool = False
+    #: tool parameter types looked up in a table (Command-R+, Hermes): no type lists
+    #: (schemas.py rewrites them without loss)
+    schema_lookup: bool = False
+    #: ... and arrays unreadable too (Command-R+ reads ``json_spec.items``, the method)
+    schema_arrays: bool = False
+    #: one type string on every parameter (Seed-OSS's ``py_type``; lossy, schemas.py)
+    schema_single_types: bool = False
+    #: no tool role: tool calls and results told as text (Gemma 2)
+    no_tool_role: bool = False
     #: turns that alternate user and assistant, tool calls and results skipped: a user
     #: message right after tool results needs an assistant turn before it (Mistral, Gemma)
     alternating_turns: bool = False
@@ -35,7 +40,10 @@ class TemplateNeeds:
             self,
             mistral_ids=self.mistral_ids or other.mistral_ids,
             no_system_role=self.no_system_role or other.no_system_role,
-            simple_schemas=self.simple_schemas or other.simple_schemas,
+            schema_lookup=self.schema_lookup or other.schema_lookup,
+            schema_arrays=self.schema_arrays or other.schema_arrays,
+            schema_single_types=self.schema_single_types or other.schema_single_types,
+            no_tool_role=self.no_tool_role or other.no_tool_role,
             single_calls=self.single_calls or other.single_calls,
             alternating_turns=self.alternating_turns or other.alternating_turns,
         )
@@ -47,10 +55,11 @@ GENERIC: Final = TemplateNeeds()
 FAMILIES: Final[dict[str, TemplateNeeds]] = {
     "generic": GENERIC,
     "mistral": TemplateNeeds(mistral_ids=True, alternating_turns=True),
-    "gemma2": TemplateNeeds(no_system_role=True, alternating_turns=True),
+    "gemma2": TemplateNeeds(no_system_role=True, alternating_turns=True, no_tool_role=True),
     "llama3": TemplateNeeds(single_calls=True),
-    "command_r": TemplateNeeds(simple_schemas=True),
-    "seed_oss": TemplateNeeds(simple_schemas=True),
+    "command_r": TemplateNeeds(schema_lookup=True, schema_arrays=True),
+    "hermes": TemplateNeeds(schema_lookup=True),
+    "seed_oss": TemplateNeeds(schema_single_types=True),
 }
 
 # The words by which a template shows each need (the templates of llama.cpp's
@@ -59,16 +68,23 @@ _MISTRAL_IDS: Final = re.compile(r"alphanumeric strings with length 9|\|\s*lengt
 _NO_SYSTEM: Final = re.compile(r"System role not supported")
 _ALTERNATING: Final = re.compile(r"roles must alternate", re.IGNORECASE)
 _SINGLE_CALLS: Final = re.compile(r"only supports single tool-calls")
-# a macro mapping a JSON schema type to a Python type name (Command-R's json_to_python_type,
-# Seed-OSS's py_type)
-_TYPE_MAPPING: Final = re.compile(r"json_to_python_type|py_type\(|basic_type_map")
+# a table of type names looked up by a parameter's type (Command-R, Hermes); Command-R's
+# arrays read `json_spec.items`; Seed-OSS's macro takes one type string
+_TYPE_LOOKUP: Final = re.compile(r"basic_type_map\[json_spec\.type\]")
+_ARRAY_ITEMS: Final = re.compile(r"json_to_python_type\(json_spec\.items\)")
+_SINGLE_TYPE: Final = re.compile(r"py_type\(spec\.type\)")
+# a template that names no tool role, no tool calls and no tool results
+_TOOL_WORDS: Final = re.compile(r"tool")
 
 
 def needs_of_template(template: str) -> TemplateNeeds:
     return TemplateNeeds(
         mistral_ids=_MISTRAL_IDS.search(template) is not None,
         no_system_role=_NO_SYSTEM.search(template) is not None,
-        simple_schemas=_TYPE_MAPPING.search(template) is not None,
+        schema_lookup=_TYPE_LOOKUP.search(template) is not None,
+        schema_arrays=_ARRAY_ITEMS.search(template) is not None,
+        schema_single_types=_SINGLE_TYPE.search(template) is not None,
+        no_tool_role=_TOOL_WORDS.search(template) is None,
         single_calls=_SINGLE_CALLS.search(template) is not None,
         alternating_turns=_ALTERNATING.search(template) is not None,
     )

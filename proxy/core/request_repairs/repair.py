@@ -19,7 +19,7 @@ from proxy.core.repairs import Repair
 from proxy.core.request_repairs import ids, roles
 from proxy.core.request_repairs.content import text_only
 from proxy.core.request_repairs.needs import GENERIC, TemplateNeeds
-from proxy.core.request_repairs.schemas import Simplified, simplify
+from proxy.core.request_repairs.schemas import single_type, wrapped
 
 JSONObject = dict[str, Any]
 Messages = list[Any]
@@ -106,6 +106,7 @@ def _mistral_ids(messages: Messages) -> Messages:
 _RULES: tuple[
     tuple[Repair, Callable[[Messages], Messages], Callable[[TemplateNeeds], bool]], ...
 ] = (
+    (Repair.TOOL_ROLE_UNSUPPORTED, roles.tools_as_text, lambda n: n.no_tool_role),
     (Repair.DEVELOPER_ROLE, roles.developer_as_system, lambda needs: True),
     (Repair.SYSTEM_NOT_FIRST, roles.merge_system, lambda needs: True),
     (Repair.TEXT_PARTS_AS_LIST, _texts_as_strings, lambda needs: True),
@@ -133,8 +134,8 @@ def repair_request(body: JSONObject, needs: TemplateNeeds = GENERIC) -> Repaired
                     repairs[kind] = 1
                     current = after
         fixed["messages"] = current
-    if needs.simple_schemas:
-        tools = _simple_tools(body.get("tools"), repairs)
+    if needs.schema_lookup or needs.schema_single_types:
+        tools = _simple_tools(body.get("tools"), needs, repairs)
         if tools is not body.get("tools"):
             fixed["tools"] = tools
     if not repairs:
@@ -142,23 +143,31 @@ def repair_request(body: JSONObject, needs: TemplateNeeds = GENERIC) -> Repaired
     return RepairedRequest(fixed, repairs)
 
 
-def _simple_tools(tools: object, repairs: Counter[str]) -> object:
+def _simple_tools(tools: object, needs: TemplateNeeds, repairs: Counter[str]) -> object:
+    """Each function's parameters as the template's type mapping reads them (schemas.py)."""
     if not isinstance(tools, list):
         return tools
-    seen = Simplified()
     out = []
     for tool in tools:
         function = tool.get("function") if isinstance(tool, dict) else None
         parameters = function.get("parameters") if isinstance(function, dict) else None
-        fixed = simplify(parameters, seen)
-        if fixed is parameters:
+        fixed = _parameters(parameters, needs, repairs)
+        if fixed is parameters or not isinstance(tool, dict) or not isinstance(function, dict):
             out.append(tool)
         else:
-            assert isinstance(function, dict)
-            assert isinstance(tool, dict)
             out.append({**tool, "function": {**function, "parameters": fixed}})
-    if seen.type_lists:
-        repairs[Repair.SCHEMA_TYPE_LIST] = 1
-    if seen.unions:
-        repairs[Repair.SCHEMA_UNION] = 1
-    return tools if not (seen.type_lists or seen.unions) else out
+    return tools if all(a is b for a, b in zip(out, tools, strict=True)) else out
+
+
+def _parameters(parameters: object, needs: TemplateNeeds, repairs: Counter[str]) -> object:
+    if not isinstance(parameters, dict):
+        return parameters
+    fixed: dict[str, Any] = parameters
+    properties = fixed.get("properties")
+    if needs.schema_single_types and isinstance(properties, dict):
+        typed = {name: single_type(value, repairs) for name, value in properties.items()}
+        if any(typed[name] is not properties[name] for name in properties):
+            fixed = {**fixed, "properties": typed}
+    if needs.schema_lookup:
+        fixed = wrapped(fixed, repairs, arrays=needs.schema_arrays)
+    return fixed

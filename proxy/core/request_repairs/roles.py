@@ -10,6 +10,8 @@ import itertools
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
+
 from proxy.core.request_repairs.content import TEXT_JOIN, as_parts, joined, text_only
 
 JSONObject = dict[str, Any]
@@ -198,3 +200,40 @@ def _tool_then_user(before: object, after: object) -> bool:
         and before.get("role") == "tool"
         and after.get("role") == "user"
     )
+
+
+def tools_as_text(messages: list[Any]) -> list[Any]:
+    """For a template that knows no tool calls and no tool role (Gemma 2: "Conversation roles
+    must alternate"): an assistant's calls become its text, one JSON object a call
+    (``{"name": ..., "arguments": ...}``) after what it said, and a tool result becomes a user
+    message holding the result's text. The merge of consecutive roles runs after this."""
+    if not any(
+        isinstance(m, dict) and (m.get("role") == "tool" or m.get("tool_calls")) for m in messages
+    ):
+        return messages
+    out: list[Any] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            out.append(message)
+        elif message.get("role") == "tool":
+            out.append({"role": "user", "content": message.get("content") or ""})
+        elif message.get("tool_calls"):
+            calls = [_call_text(call) for call in message["tool_calls"]]
+            told = {k: v for k, v in message.items() if k != "tool_calls"}
+            told["content"] = joined(message.get("content"), TEXT_JOIN.join(calls))
+            out.append(told)
+        else:
+            out.append(message)
+    return out
+
+
+def _call_text(call: object) -> str:
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        return orjson.dumps(call).decode()
+    arguments = function.get("arguments")
+    try:
+        parsed = orjson.loads(arguments) if isinstance(arguments, str) and arguments else arguments
+    except orjson.JSONDecodeError:
+        parsed = arguments
+    return orjson.dumps({"name": function.get("name"), "arguments": parsed or {}}).decode()
