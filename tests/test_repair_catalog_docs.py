@@ -47,5 +47,7 @@ def test_the_table_reader_sees_a_missing_row() -> None:
     row = next(line for line in readme.splitlines() if line.startswith("| `empty-arguments` |"))
     assert Repair.EMPTY_ARGUMENTS not in documented_kinds(readme.replace(row + "\n", ""))
     assert Repair.EMPTY_ARGUMENTS in documented_kinds(readme)
-    request_row = next(line for line in readme.splitlines() if line.startswith("| `developer-role` |"))
+    request_row = next(
+        line for line in readme.splitlines() if line.startswith("| `developer-role` |")
+    )
     assert Repair.DEVELOPER_ROLE not in documented_kinds(readme.replace(request_row + "\n", ""))

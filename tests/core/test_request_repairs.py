@@ -274,12 +274,17 @@ def test_a_target_taken_by_a_valid_id_is_drawn_again():
 
 
 def tool_with(schema: dict) -> dict:
-    return {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"p": schema}}}}
+    return {
+        "type": "function",
+        "function": {"name": "f", "parameters": {"type": "object", "properties": {"p": schema}}},
+    }
 
 
 def parameter(body: dict, needs: TemplateNeeds) -> tuple[object, set]:
     repaired = repair_request(body, needs)
-    return repaired.body["tools"][0]["function"]["parameters"]["properties"]["p"], set(repaired.repairs)
+    return repaired.body["tools"][0]["function"]["parameters"]["properties"]["p"], set(
+        repaired.repairs
+    )
 
 
 @pytest.mark.parametrize(
@@ -292,7 +297,10 @@ def parameter(body: dict, needs: TemplateNeeds) -> tuple[object, set]:
         ),
         (
             {"type": "array", "items": {"type": ["integer", "null"]}},
-            {"items": {"anyOf": [{"type": "integer"}, {"type": "null"}]}, "anyOf": [{"type": "array"}]},
+            {
+                "items": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+                "anyOf": [{"type": "array"}],
+            },
             {Repair.SCHEMA_TYPE_LIST, Repair.SCHEMA_ARRAY_TYPE},
         ),
     ],
@@ -303,7 +311,10 @@ def test_command_r_gets_type_lists_and_arrays_in_an_anyof_without_loss(schema, e
 
 
 def test_hermes_keeps_its_arrays_and_gets_its_type_lists_wrapped():
-    body = {"messages": [{"role": "user", "content": "u"}], "tools": [tool_with({"type": "array", "items": {"type": "string"}})]}
+    body = {
+        "messages": [{"role": "user", "content": "u"}],
+        "tools": [tool_with({"type": "array", "items": {"type": "string"}})],
+    }
     assert repair_request(body, FAMILIES["hermes"]).body is body
 
 
@@ -316,8 +327,16 @@ def test_hermes_keeps_its_arrays_and_gets_its_type_lists_wrapped():
             {"type": "string", "title": "Unit"},
             Repair.SCHEMA_UNION,
         ),
-        ({"oneOf": [{"type": "null"}, {"type": "number", "minimum": 0}]}, {"type": "number", "minimum": 0}, Repair.SCHEMA_UNION),
-        ({"description": "any"}, {"description": "any", "type": "string"}, Repair.SCHEMA_TYPE_MISSING),
+        (
+            {"oneOf": [{"type": "null"}, {"type": "number", "minimum": 0}]},
+            {"type": "number", "minimum": 0},
+            Repair.SCHEMA_UNION,
+        ),
+        (
+            {"description": "any"},
+            {"description": "any", "type": "string"},
+            Repair.SCHEMA_TYPE_MISSING,
+        ),
         ({"enum": [1, 2]}, {"enum": [1, 2], "type": "integer"}, Repair.SCHEMA_TYPE_MISSING),
     ],
 )
@@ -327,7 +346,10 @@ def test_seed_oss_gets_one_type_on_every_parameter(schema, expected, kind):
 
 
 def test_a_schema_with_one_type_everywhere_is_left_as_it_is():
-    body = {"messages": [{"role": "user", "content": "u"}], "tools": [tool_with({"type": "object", "properties": {"a": {"type": "string"}}})]}
+    body = {
+        "messages": [{"role": "user", "content": "u"}],
+        "tools": [tool_with({"type": "object", "properties": {"a": {"type": "string"}}})],
+    }
     for family in ("command_r", "hermes", "seed_oss"):
         assert repair_request(body, FAMILIES[family]).body is body
 
@@ -336,7 +358,11 @@ def test_gemma2_hears_tool_calls_and_results_as_text():
     body = {
         "messages": [
             {"role": "user", "content": "u"},
-            {"role": "assistant", "content": None, "tool_calls": [call("a", "f", '{"x": 1}'), call("b", "g")]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [call("a", "f", '{"x": 1}'), call("b", "g")],
+            },
             {"role": "tool", "tool_call_id": "a", "content": "ra"},
             {"role": "tool", "tool_call_id": "b", "content": "rb"},
         ]
@@ -344,7 +370,10 @@ def test_gemma2_hears_tool_calls_and_results_as_text():
     repaired = repair_request(body, FAMILIES["gemma2"])
     assert repaired.body["messages"] == [
         {"role": "user", "content": "u"},
-        {"role": "assistant", "content": '{"name":"f","arguments":{"x":1}}\n\n{"name":"g","arguments":{}}'},
+        {
+            "role": "assistant",
+            "content": '{"name":"f","arguments":{"x":1}}\n\n{"name":"g","arguments":{}}',
+        },
         {"role": "user", "content": "ra\n\nrb"},
     ]
     assert {Repair.TOOL_ROLE_UNSUPPORTED, Repair.SAME_ROLE_CONSECUTIVE} <= set(repaired.repairs)

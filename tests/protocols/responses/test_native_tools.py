@@ -10,12 +10,22 @@ from proxy.core.protocols.responses.native_tools import NamesBack, native_reques
 from proxy.core.repairs import Repair
 from proxy.core.sse import SSEDecoder, encode_event
 
-FN = {"type": "function", "name": "exec_command", "parameters": {"type": "object", "properties": {}}}
+FN = {
+    "type": "function",
+    "name": "exec_command",
+    "parameters": {"type": "object", "properties": {}},
+}
 NAMESPACE = {
     "type": "namespace",
     "name": "multi_agent_v1",
     "description": "agents",
-    "tools": [{"type": "function", "name": "spawn_agent", "parameters": {"type": "object", "properties": {}}}],
+    "tools": [
+        {
+            "type": "function",
+            "name": "spawn_agent",
+            "parameters": {"type": "object", "properties": {}},
+        }
+    ],
 }
 CUSTOM = {"type": "custom", "name": "apply_patch", "description": "Patch files."}
 
@@ -33,23 +43,48 @@ def test_namespace_custom_and_hosted_tools_become_functions_or_go():
         "tools": [FN, NAMESPACE, CUSTOM, {"type": "web_search"}],
         "text": {"verbosity": "low"},
         "input": [
-            {"type": "function_call", "call_id": "c1", "name": "spawn_agent", "namespace": "multi_agent_v1", "arguments": "{}"},
+            {
+                "type": "function_call",
+                "call_id": "c1",
+                "name": "spawn_agent",
+                "namespace": "multi_agent_v1",
+                "arguments": "{}",
+            },
             {"type": "function_call_output", "call_id": "c1", "output": "ok"},
-            {"type": "custom_tool_call", "call_id": "c2", "name": "apply_patch", "input": "*** Begin Patch"},
+            {
+                "type": "custom_tool_call",
+                "call_id": "c2",
+                "name": "apply_patch",
+                "input": "*** Begin Patch",
+            },
             {"type": "custom_tool_call_output", "call_id": "c2", "output": "done"},
         ],
     }
     sent, names, repairs = native_request(body)
-    assert [t["name"] for t in sent["tools"]] == ["exec_command", "multi_agent_v1__spawn_agent", "apply_patch"]
+    assert [t["name"] for t in sent["tools"]] == [
+        "exec_command",
+        "multi_agent_v1__spawn_agent",
+        "apply_patch",
+    ]
     assert all(t["type"] == "function" for t in sent["tools"])
     assert sent["tools"][2]["parameters"]["required"] == ["input"]
     assert "text" not in sent
     call, _, custom, output = sent["input"]
     assert call["name"] == "multi_agent_v1__spawn_agent"
     assert "namespace" not in call
-    assert custom == {"type": "function_call", "call_id": "c2", "name": "apply_patch", "arguments": '{"input":"*** Begin Patch"}'}
+    assert custom == {
+        "type": "function_call",
+        "call_id": "c2",
+        "name": "apply_patch",
+        "arguments": '{"input":"*** Begin Patch"}',
+    }
     assert output["type"] == "function_call_output"
-    assert set(repairs) == {Repair.NAMESPACE_TOOL, Repair.CUSTOM_TOOL, Repair.HOSTED_TOOL, Repair.TEXT_WITHOUT_FORMAT}
+    assert set(repairs) == {
+        Repair.NAMESPACE_TOOL,
+        Repair.CUSTOM_TOOL,
+        Repair.HOSTED_TOOL,
+        Repair.TEXT_WITHOUT_FORMAT,
+    }
     assert set(names) == {"multi_agent_v1__spawn_agent", "apply_patch"}
     assert body["tools"][1]["type"] == "namespace", "the client's request is not changed"
 
@@ -71,19 +106,89 @@ def event(payload: dict) -> bytes:
 
 def test_the_stream_names_the_clients_tools_back_and_numbers_densely():
     _, names, _ = native_request({"tools": [NAMESPACE, CUSTOM], "input": "x"})
-    spawn = {"type": "function_call", "id": "fc1", "call_id": "c1", "name": "multi_agent_v1__spawn_agent", "arguments": "{}"}
-    patch = {"type": "function_call", "id": "fc2", "call_id": "c2", "name": "apply_patch", "arguments": '{"input":"P"}'}
+    spawn = {
+        "type": "function_call",
+        "id": "fc1",
+        "call_id": "c1",
+        "name": "multi_agent_v1__spawn_agent",
+        "arguments": "{}",
+    }
+    patch = {
+        "type": "function_call",
+        "id": "fc2",
+        "call_id": "c2",
+        "name": "apply_patch",
+        "arguments": '{"input":"P"}',
+    }
     untouched = event({"type": "response.created", "sequence_number": 0, "response": {"id": "r"}})
     stream = [
         untouched,
-        event({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": {**spawn, "arguments": ""}}),
-        event({"type": "response.output_item.done", "sequence_number": 2, "output_index": 0, "item": spawn}),
-        event({"type": "response.output_item.added", "sequence_number": 3, "output_index": 1, "item": {**patch, "arguments": ""}}),
-        event({"type": "response.function_call_arguments.delta", "sequence_number": 4, "item_id": "fc2", "output_index": 1, "delta": '{"input":'}),
-        event({"type": "response.function_call_arguments.delta", "sequence_number": 5, "item_id": "fc2", "output_index": 1, "delta": '"P"}'}),
-        event({"type": "response.function_call_arguments.done", "sequence_number": 6, "item_id": "fc2", "output_index": 1, "arguments": '{"input":"P"}'}),
-        event({"type": "response.output_item.done", "sequence_number": 7, "output_index": 1, "item": patch}),
-        event({"type": "response.completed", "sequence_number": 8, "response": {"id": "r", "output": [spawn, patch]}}),
+        event(
+            {
+                "type": "response.output_item.added",
+                "sequence_number": 1,
+                "output_index": 0,
+                "item": {**spawn, "arguments": ""},
+            }
+        ),
+        event(
+            {
+                "type": "response.output_item.done",
+                "sequence_number": 2,
+                "output_index": 0,
+                "item": spawn,
+            }
+        ),
+        event(
+            {
+                "type": "response.output_item.added",
+                "sequence_number": 3,
+                "output_index": 1,
+                "item": {**patch, "arguments": ""},
+            }
+        ),
+        event(
+            {
+                "type": "response.function_call_arguments.delta",
+                "sequence_number": 4,
+                "item_id": "fc2",
+                "output_index": 1,
+                "delta": '{"input":',
+            }
+        ),
+        event(
+            {
+                "type": "response.function_call_arguments.delta",
+                "sequence_number": 5,
+                "item_id": "fc2",
+                "output_index": 1,
+                "delta": '"P"}',
+            }
+        ),
+        event(
+            {
+                "type": "response.function_call_arguments.done",
+                "sequence_number": 6,
+                "item_id": "fc2",
+                "output_index": 1,
+                "arguments": '{"input":"P"}',
+            }
+        ),
+        event(
+            {
+                "type": "response.output_item.done",
+                "sequence_number": 7,
+                "output_index": 1,
+                "item": patch,
+            }
+        ),
+        event(
+            {
+                "type": "response.completed",
+                "sequence_number": 8,
+                "response": {"id": "r", "output": [spawn, patch]},
+            }
+        ),
     ]
     back = NamesBack(Inner(), names, max_event_bytes=1 << 20)
     out = b"".join(back.feed(b"".join(stream)) + back.close(complete=True))
@@ -94,9 +199,19 @@ def test_the_stream_names_the_clients_tools_back_and_numbers_densely():
     assert payloads[2]["item"]["namespace"] == "multi_agent_v1"
     kinds = [p["type"] for p in payloads]
     assert "response.function_call_arguments.delta" not in kinds
-    assert kinds[4:6] == ["response.custom_tool_call_input.delta", "response.custom_tool_call_input.done"]
+    assert kinds[4:6] == [
+        "response.custom_tool_call_input.delta",
+        "response.custom_tool_call_input.done",
+    ]
     assert payloads[5]["input"] == "P"
     custom = payloads[6]["item"]
-    assert (custom["type"], custom["name"], custom["input"]) == ("custom_tool_call", "apply_patch", "P")
+    assert (custom["type"], custom["name"], custom["input"]) == (
+        "custom_tool_call",
+        "apply_patch",
+        "P",
+    )
     assert "arguments" not in custom
-    assert [i["type"] for i in payloads[-1]["response"]["output"]] == ["function_call", "custom_tool_call"]
+    assert [i["type"] for i in payloads[-1]["response"]["output"]] == [
+        "function_call",
+        "custom_tool_call",
+    ]
