@@ -45,12 +45,17 @@ class Verdict(Enum):
 
 
 _PARSER_FAILURE: Final = re.compile(r"does not match the expected .* format")
+# an error inside a 200 stream, in each protocol's shape (chat's and llama.cpp's data line,
+# Responses' failed response, Messages' error event)
+_STREAM_ERROR: Final = re.compile(r'data: \{"error"|"type":\s*"response\.failed"|event: error')
 
 
 def verdict(status: int, body: bytes) -> tuple[Verdict, str]:
     text = body.decode(errors="replace")
-    if status == 200 and not re.search(r'"error"\s*:', text[:2000]):
+    if status == 200 and not _STREAM_ERROR.search(text):
         return Verdict.ACCEPTED, ""
+    found = _STREAM_ERROR.search(text)
+    detail = text[found.start() : found.start() + 300] if found else text[:300]
     if _PARSER_FAILURE.search(text):
-        return Verdict.PARSER, text[:300]
-    return Verdict.REFUSED, text[:300]
+        return Verdict.PARSER, detail
+    return Verdict.REFUSED, detail
