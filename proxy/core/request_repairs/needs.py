@@ -74,7 +74,7 @@ _TYPE_LOOKUP: Final = re.compile(r"basic_type_map\[json_spec\.type\]")
 _ARRAY_ITEMS: Final = re.compile(r"json_to_python_type\(json_spec\.items\)")
 _SINGLE_TYPE: Final = re.compile(r"py_type\(spec\.type\)")
 # a template that names no tool role, no tool calls and no tool results
-_TOOL_WORDS: Final = re.compile(r"tool")
+_TOOL_WORDS: Final = re.compile(r"tool", re.IGNORECASE)
 
 
 def needs_of_template(template: str) -> TemplateNeeds:
