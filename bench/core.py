@@ -21,6 +21,7 @@ pair, run one after the other).
 from __future__ import annotations
 
 import argparse
+import inspect
 import subprocess
 import sys
 import time
@@ -57,12 +58,15 @@ def per_event_us(
     # Imported here so that --checkout can put another proxy package first on sys.path.
     try:
         from proxy.core.markup import check_names
-        from proxy.core.protocols.chat.normalize import (
-            NormalizeOptions,
-            RequestInfo,
-            StreamNormalizer,
-        )
+        from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
         from proxy.shell.random_ids import new_id_factory
+
+        try:
+            from proxy.core.options import UpstreamOptions as NormalizeOptions
+        except ImportError:  # a checkout from before the options of one upstream were one object
+            from proxy.core.protocols.chat.normalize import (  # type: ignore[attr-defined,no-redef]
+                NormalizeOptions,
+            )
 
         try:
             from proxy.core.protocols.chat.sse_stream import ChatSSEStream as SSERewriter
@@ -87,10 +91,14 @@ def per_event_us(
     options = NormalizeOptions(dialects=check_names(["auto"]))
     request = RequestInfo.from_body({} if shape in NO_TOOLS else {"tools": TOOLS})
 
+    # a checkout from before the options carried max_event_bytes takes it apart
+    takes_limit = "max_event_bytes" in inspect.signature(SSERewriter).parameters
+    limit = {"max_event_bytes": 1 << 20} if takes_limit else {}
+
     def run() -> None:
         for _ in range(streams):
             normalizer = StreamNormalizer(options, request, new_id=new_id_factory())
-            rewriter = SSERewriter(normalizer, max_event_bytes=1 << 20)
+            rewriter = SSERewriter(normalizer, **limit)
             for read in reads:
                 rewriter.feed(read)
             rewriter.close(complete=True)

@@ -8,7 +8,8 @@ import random
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
+from proxy.core.options import UpstreamOptions
+from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 
 
@@ -44,7 +45,7 @@ def random_cuts(data: bytes, seed: str, count: int = 8) -> list[list[bytes]]:
 def run(
     pieces: Sequence[bytes] | bytes,
     *,
-    options: NormalizeOptions | None = None,
+    options: UpstreamOptions | None = None,
     request: RequestInfo | None = None,
     complete: bool = True,
 ) -> tuple[bytes, StreamNormalizer]:
@@ -52,9 +53,9 @@ def run(
     if isinstance(pieces, bytes):
         pieces = [pieces]
     normalizer = StreamNormalizer(
-        options or NormalizeOptions(), request or RequestInfo(), new_id=counting_ids()
+        options or UpstreamOptions(), request or RequestInfo(), new_id=counting_ids()
     )
-    rewriter = ChatSSEStream(normalizer, max_event_bytes=1 << 20)
+    rewriter = ChatSSEStream(normalizer)
     out: list[bytes] = []
     for piece in pieces:
         out += rewriter.feed(piece)

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, normalize_completion
+from proxy.core.options import UpstreamOptions
+from proxy.core.protocols.chat.normalize import RequestInfo, normalize_completion
 from tests.normalize_helpers import counting_ids
 
 FIXTURES = Path(__file__).parent / "fixtures" / "upstream"
@@ -29,7 +30,7 @@ def completion(message: dict[str, Any], finish: Any = "tool_calls", **choice: An
 
 def fix(body: bytes, request: Any = None) -> tuple[bytes, Any]:
     return normalize_completion(
-        body, NormalizeOptions(), RequestInfo.from_body(request), new_id=counting_ids()
+        body, UpstreamOptions(), RequestInfo.from_body(request), new_id=counting_ids()
     )
 
 

@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo
+from proxy.core.options import UpstreamOptions
+from proxy.core.protocols.chat.normalize import RequestInfo
 from proxy.core.repairs import DETECTED_ONLY
 from tests import strict_checker
 from tests.normalize_helpers import bytewise, eventwise, random_cuts, run
@@ -40,7 +41,7 @@ def normalize(case: dict[str, Any], form: str, pieces: list[bytes] | bytes | Non
     body = pieces if pieces is not None else (GOLDEN / f"{case['name']}.in.sse").read_bytes()
     return run(
         body,
-        options=NormalizeOptions(coalesce=form == "S2", dialects=tuple(case.get("dialects", ()))),
+        options=UpstreamOptions(coalesce=form == "S2", dialects=tuple(case.get("dialects", ()))),
         request=RequestInfo.from_body(REQUESTS[case["request"]]),
         complete=case["complete"],
     )

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
+from proxy.core.options import UpstreamOptions
+from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from tests.cpu import least_cpu_seconds
 from tests.normalize_helpers import counting_ids
@@ -67,9 +68,9 @@ def cpu_seconds(stream: bytes, *, coalesce: bool, repeat: int) -> float:
     reads = [stream[i : i + 1500] for i in range(0, len(stream), 1500)]
 
     def work() -> None:
-        options = NormalizeOptions(coalesce=coalesce)
+        options = UpstreamOptions(coalesce=coalesce)
         normalizer = StreamNormalizer(options, RequestInfo.from_body({}), new_id=counting_ids())
-        chat = ChatSSEStream(normalizer, max_event_bytes=1 << 20)
+        chat = ChatSSEStream(normalizer)
         for read in reads:
             chat.feed(read)
         chat.close(complete=True)

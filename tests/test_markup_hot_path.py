@@ -38,7 +38,7 @@ def compact(body: bytes) -> bytes:
 def drive(body: bytes, group: int) -> tuple[bytes, list[int]]:
     """The client's bytes, and the text counted as held after each read (``group`` events)."""
     normalizer = StreamNormalizer(ON, RequestInfo.from_body(TOOLS), new_id=counting_ids())
-    rewriter = ChatSSEStream(normalizer, max_event_bytes=1 << 20)
+    rewriter = ChatSSEStream(normalizer)
     out: list[bytes] = []
     held: list[int] = []
     for read in eventwise(body, group):

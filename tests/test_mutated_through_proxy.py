@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from proxy.core.protocols.chat.normalize import RequestInfo
 from proxy.settings import Settings, UpstreamSettings
-from proxy.shell.app import normalize_options
+from proxy.shell.app import upstream_options
 from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.normalize_helpers import cut, run
 from tests.streams import read_until_error
@@ -71,7 +71,7 @@ def reference(body: bytes, model: str, *, complete: bool) -> tuple[bytes, list[s
         upstreams=[UpstreamSettings(name=model, url="http://x", output=OUTPUTS[model])],
         limits=LIMITS,  # type: ignore[arg-type]
     )
-    options = normalize_options(settings.upstreams[0], settings)
+    options = upstream_options(settings.upstreams[0], settings)
     out, normalizer = run(body, options=options, request=RequestInfo(), complete=complete)
     return out, normalizer.dropped_arguments
 

@@ -13,7 +13,8 @@ import pytest
 
 import proxy.core.protocols.chat.normalize
 from proxy.core.ids import IdPool
-from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
+from proxy.core.options import UpstreamOptions
+from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.sse import DONE, Event, RawBytes, SSEDecoder
 from proxy.shell.random_ids import new_id_factory
 from tests.normalize_helpers import counting_ids, run
@@ -57,7 +58,7 @@ def events(body: bytes) -> list[Event | RawBytes]:
 
 def normalizer(**options: Any) -> StreamNormalizer:
     request = options.pop("request", RequestInfo())
-    return StreamNormalizer(NormalizeOptions(**options), request, new_id=counting_ids())
+    return StreamNormalizer(UpstreamOptions(**options), request, new_id=counting_ids())
 
 
 def feed_each(n: StreamNormalizer, *bodies: bytes) -> list[list[bytes]]:
@@ -310,7 +311,7 @@ CUT_CALL = chunk(calls(entry(0, "call_1", "f", ""))) + chunk(
 @pytest.mark.parametrize("coalesce", [False, True], ids=["S1", "S2"])
 def test_a_clean_end_inside_the_arguments_finishes_with_length(coalesce: bool):
     # no finish chunk, no [DONE]: the body just ended in the middle of the call's arguments
-    out, n = run(CUT_CALL, options=NormalizeOptions(coalesce=coalesce))
+    out, n = run(CUT_CALL, options=UpstreamOptions(coalesce=coalesce))
     seen = reconstruct(out).choices[0]
     assert (seen.finish_reason, seen.calls[0].text) == ("length", '{"city": "Par')
     assert out.endswith(DONE)  # the end was clean: only the call was cut
@@ -477,7 +478,7 @@ def test_a_chunk_held_whole_still_sends_its_usage():
 
 def test_synthesized_ids_never_repeat_an_upstream_id():
     n = StreamNormalizer(
-        NormalizeOptions(), RequestInfo(), new_id=iter(["taken0001", "fresh0001"]).__next__
+        UpstreamOptions(), RequestInfo(), new_id=iter(["taken0001", "fresh0001"]).__next__
     )
     sent = feed_each(
         n, chunk(calls(entry(0, "taken0001", "f", "{}"))), chunk(calls(entry(1, None, "g", "{}")))

@@ -18,7 +18,8 @@ import proxy.core.markup
 from proxy.core.errors import DialectError
 from proxy.core.markup import build_extractor
 from proxy.core.markup.base import Segment, Tools
-from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, normalize_completion
+from proxy.core.options import UpstreamOptions
+from proxy.core.protocols.chat.normalize import RequestInfo, normalize_completion
 from tests.dialects.examples import SAMPLES
 from tests.dialects.helpers import tokens
 from tests.normalize_helpers import counting_ids, cut, run
@@ -26,7 +27,7 @@ from tests.strict_checker import check, reconstruct
 
 ENVELOPE = {"id": "chatcmpl-d", "object": "chat.completion.chunk", "created": 1, "model": "m"}
 TOOLS = {"tools": [{"type": "function", "function": {"name": "get_weather"}}]}
-ON = NormalizeOptions(dialects=("hermes",))
+ON = UpstreamOptions(dialects=("hermes",))
 
 
 def event(delta: dict[str, object], finish: str | None = None) -> bytes:
@@ -65,7 +66,7 @@ GLM = "<tool_call>get_weather<arg_key>location</arg_key><arg_value>Lyon</arg_val
 
 def normalize(
     body: bytes | list[bytes],
-    options: NormalizeOptions = ON,
+    options: UpstreamOptions = ON,
     request: Any = TOOLS,
     complete: bool = True,
 ):
@@ -74,7 +75,7 @@ def normalize(
 
 @pytest.mark.parametrize("form", ["S1", "S2"])
 def test_markup_in_content_becomes_a_call_with_the_text_around_it_kept(form):
-    options = NormalizeOptions(dialects=("hermes",), coalesce=form == "S2")
+    options = UpstreamOptions(dialects=("hermes",), coalesce=form == "S2")
     out, n = normalize(stream(*TOKENS), options)
     assert check(out, form=form) == []
     seen = reconstruct(out).choices[0]
@@ -89,12 +90,12 @@ def test_markup_in_content_becomes_a_call_with_the_text_around_it_kept(form):
 
 
 def test_the_markup_id_is_kept():
-    out, _ = normalize(stream(KIMI), NormalizeOptions(dialects=("kimi_k2",)))
+    out, _ = normalize(stream(KIMI), UpstreamOptions(dialects=("kimi_k2",)))
     assert reconstruct(out).choices[0].calls[0].id == "functions.get_weather:0"
 
 
 def test_with_every_dialect_on_each_call_is_recorded_under_its_own_dialect():
-    out, n = normalize(stream(GLM, " and ", KIMI), NormalizeOptions(dialects=("auto",)))
+    out, n = normalize(stream(GLM, " and ", KIMI), UpstreamOptions(dialects=("auto",)))
     calls = reconstruct(out).choices[0].calls
     assert [json.loads(c.text) for c in calls] == [{"location": "Lyon"}, {"location": "Paris"}]
     assert {k: v for k, v in n.repairs.items() if k.startswith("markup")} == {
@@ -106,10 +107,10 @@ def test_with_every_dialect_on_each_call_is_recorded_under_its_own_dialect():
 @pytest.mark.parametrize(
     ("options", "request_body"),
     [
-        (NormalizeOptions(), TOOLS),
+        (UpstreamOptions(), TOOLS),
         (ON, {}),
         (ON, {**TOOLS, "tool_choice": "none"}),
-        (NormalizeOptions(dialects=("mistral", "kimi_k2")), TOOLS),
+        (UpstreamOptions(dialects=("mistral", "kimi_k2")), TOOLS),
     ],
     ids=["no dialects", "no tools", "tool_choice none", "other dialects"],
 )
@@ -120,7 +121,7 @@ def test_text_stays_text_unless_extraction_applies(options, request_body):
 
 def test_text_without_markup_passes_byte_for_byte():
     body = stream("Hello", " <b>world</b>", " 1 < 2", " [x] {y}")
-    assert normalize(body, NormalizeOptions(dialects=("auto",)))[0] == body
+    assert normalize(body, UpstreamOptions(dialects=("auto",)))[0] == body
 
 
 def test_only_the_tail_that_could_begin_a_marker_is_held():
@@ -133,7 +134,7 @@ def test_text_ending_like_a_harmony_word_opener_is_not_held():
     # " basic", " a", " data" end like "commentary to=functions." or "assistantcommentary...":
     # with every dialect on, each token still goes out in the chunk it came in
     tokens = ["Hello", " basic", " a", " data", " co", "ass"]
-    out, _ = normalize(stream(*tokens), NormalizeOptions(dialects=("auto",)))
+    out, _ = normalize(stream(*tokens), UpstreamOptions(dialects=("auto",)))
     contents = [c["choices"][0]["delta"].get("content") for c in _chunks(out)]
     assert contents == [None, *tokens, None]
 
@@ -141,7 +142,7 @@ def test_text_ending_like_a_harmony_word_opener_is_not_held():
 def test_a_stripped_harmony_stream_becomes_a_call_token_by_token():
     tokens = ["analysis", "Need", " weather", ".", "assistant", "comment", "ary", " to", "="]
     tokens += ["functions", ".get", "_weather", " json", '{"', "location", '": "', "Paris", '"}']
-    out, n = normalize(stream(*tokens), NormalizeOptions(dialects=("auto",)))
+    out, n = normalize(stream(*tokens), UpstreamOptions(dialects=("auto",)))
     assert check(out, form="S1") == []
     seen = reconstruct(out).choices[0]
     assert "".join(seen.content) == "analysisNeed weather."
@@ -190,7 +191,7 @@ def test_a_clean_end_after_closed_markup_finishes_with_tool_calls():
 def test_reasoning_is_searched_only_when_asked():
     body = stream(hermes("get_weather", "{}"), key="reasoning_content")
     assert normalize(body)[0] == body
-    out, _ = normalize(body, NormalizeOptions(dialects=("hermes",), extract_from_reasoning=True))
+    out, _ = normalize(body, UpstreamOptions(dialects=("hermes",), extract_from_reasoning=True))
     assert [c.name for c in reconstruct(out).choices[0].calls] == ["get_weather"]
 
 
@@ -216,7 +217,7 @@ def test_markup_after_a_structured_call_is_still_extracted_and_held_text_stays_t
             ({"content": later}, "tool_calls"),
         )
     )
-    out, n = normalize(body, NormalizeOptions(dialects=("hermes",), coalesce=form == "S2"))
+    out, n = normalize(body, UpstreamOptions(dialects=("hermes",), coalesce=form == "S2"))
     assert check(out) == []
     seen = reconstruct(out).choices[0]
     # "<tool_" was held as a possible marker: it turns out text, after the structured call
@@ -228,7 +229,7 @@ def test_markup_after_a_structured_call_is_still_extracted_and_held_text_stays_t
 def test_text_a_dialect_holds_counts_toward_the_cap():
     # the name comes last, so hermes holds the whole call until it: past the cap the stream
     # gives up, and what the dialect held goes out as the text it was
-    options = NormalizeOptions(dialects=("hermes",), max_held_bytes=20)
+    options = UpstreamOptions(dialects=("hermes",), max_held_bytes=20)
     texts = ['<tool_call>{"arguments": {"a": "', "x" * 40, '"}, "name": "get_weather"}', "after"]
     out, n = normalize(stream(*texts), options)
     assert n.repairs["cap-reached"] == 1
@@ -259,7 +260,7 @@ def test_markup_in_a_message_becomes_calls_when_not_streamed():
     body = completion("Sure. " + hermes("get_weather", '{"location": "Paris"}'))
     out, repairs = normalize_completion(
         body,
-        NormalizeOptions(dialects=("auto",)),
+        UpstreamOptions(dialects=("auto",)),
         RequestInfo.from_body(TOOLS),
         new_id=counting_ids(),
     )
@@ -276,7 +277,7 @@ def test_markup_in_a_message_becomes_calls_when_not_streamed():
     assert repairs["markup-in-content:hermes"] == 1
     assert (
         normalize_completion(
-            body, NormalizeOptions(), RequestInfo.from_body(TOOLS), new_id=counting_ids()
+            body, UpstreamOptions(), RequestInfo.from_body(TOOLS), new_id=counting_ids()
         )[0]
         == body
     )
@@ -378,18 +379,18 @@ NEW_DIALECTS = ("gemma4", "hunyuan", "nemotron", "lfm2")
 @pytest.mark.parametrize("name", NEW_DIALECTS)
 def test_new_dialects_become_calls_only_when_tools_were_offered(name):
     body = stream(*tokens(SAMPLES[name]))
-    out, n = normalize(body, NormalizeOptions(dialects=(name,)))
+    out, n = normalize(body, UpstreamOptions(dialects=(name,)))
     assert check(out, form="S1") == []
     assert reconstruct(out).choices[0].calls
     assert n.repairs[f"markup-in-content:{name}"] >= 1
-    assert normalize(body, NormalizeOptions(dialects=(name,)), {})[0] == body
+    assert normalize(body, UpstreamOptions(dialects=(name,)), {})[0] == body
 
 
 @pytest.mark.parametrize("name", NEW_DIALECTS)
 def test_new_dialects_cut_inside_a_call_close_it_and_count_the_break(name):
     sample = SAMPLES[name]
     cut_at = sample.index("Zürich") + 3
-    out, n = normalize(stream(*tokens(sample[:cut_at])), NormalizeOptions(dialects=(name,)))
+    out, n = normalize(stream(*tokens(sample[:cut_at])), UpstreamOptions(dialects=(name,)))
     (call,) = reconstruct(out).choices[0].calls
     assert call.name == "get_weather"
     assert n.repairs["markup-broken"] == 1
@@ -405,7 +406,7 @@ def test_new_dialects_cut_inside_a_call_close_it_and_count_the_break(name):
     ],
 )
 def test_new_dialects_leave_malformed_blocks_as_the_text_they_were(name, content):
-    out, n = normalize(stream(*tokens(content)), NormalizeOptions(dialects=(name,)))
+    out, n = normalize(stream(*tokens(content)), UpstreamOptions(dialects=(name,)))
     seen = reconstruct(out).choices[0]
     assert "".join(seen.content) == content
     assert not seen.calls

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo
+from proxy.core.options import UpstreamOptions
+from proxy.core.protocols.chat.normalize import RequestInfo
 from tests.normalize_helpers import bytewise, random_cuts, run
 from tests.strict_checker import check, reconstruct
 
@@ -38,7 +39,7 @@ def args(index: int, text: str) -> dict[str, object]:
 
 
 def normalize(data: bytes | list[bytes], request: Any = TOOLS, **options: Any):
-    return run(data, options=NormalizeOptions(**options), request=RequestInfo.from_body(request))
+    return run(data, options=UpstreamOptions(**options), request=RequestInfo.from_body(request))
 
 
 def calls(out: bytes) -> list[tuple[int, str, object]]:

@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo
+from proxy.core.options import UpstreamOptions
+from proxy.core.protocols.chat.normalize import RequestInfo
 from proxy.core.repairs import DETECTED_ONLY
 from tests.normalize_helpers import cut, run
 from tests.stream_strategies import CANONICAL, Call, Choice, Drawn, streams, text_streams
@@ -94,7 +95,7 @@ NAMELESS_WITH_ROLE = sse(
 def normalize(body: bytes | list[bytes], form: str, *, complete: bool = True):
     return run(
         body,
-        options=NormalizeOptions(coalesce=form == "S2"),
+        options=UpstreamOptions(coalesce=form == "S2"),
         request=RequestInfo(),
         complete=complete,
     )

@@ -11,7 +11,8 @@ import pytest
 from proxy.cli import main
 from proxy.core.errors import ConfigError
 from proxy.core.markup import DIALECTS, check_names, reasoning_names
-from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, normalize_completion
+from proxy.core.options import UpstreamOptions
+from proxy.core.protocols.chat.normalize import RequestInfo, normalize_completion
 from proxy.settings import load_settings
 from tests.normalize_helpers import counting_ids, run
 from tests.strict_checker import check, reconstruct
@@ -51,12 +52,12 @@ def reasoning_stream(reasoning: str) -> bytes:
 
 
 def normalize(body: bytes, setting: object):
-    options = NormalizeOptions(dialects=ALL, extract_from_reasoning=setting)  # type: ignore[arg-type]
+    options = UpstreamOptions(dialects=ALL, extract_from_reasoning=setting)  # type: ignore[arg-type]
     return run(body, options=options, request=RequestInfo.from_body(TOOLS))
 
 
 def test_auto_is_the_default_and_names_the_dialects_that_write_calls_in_reasoning():
-    assert NormalizeOptions().extract_from_reasoning == "auto"
+    assert UpstreamOptions().extract_from_reasoning == "auto"
     assert reasoning_names(ALL, "auto") == ("minimax_m2", "kimi_k2")
     assert reasoning_names(ALL, True) == ALL
     assert reasoning_names(ALL, False) == ()
@@ -97,7 +98,7 @@ def test_a_whole_message_follows_the_same_setting(setting, found):
     body = json.dumps(
         {"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": message}]}
     ).encode()
-    options = NormalizeOptions(dialects=ALL, extract_from_reasoning=setting)
+    options = UpstreamOptions(dialects=ALL, extract_from_reasoning=setting)
     out, _ = normalize_completion(
         body, options, RequestInfo.from_body(TOOLS), new_id=counting_ids()
     )

@@ -212,3 +212,25 @@ async def test_an_upstream_still_loading_is_asked_again_until_it_answers(
     ]
     await proxy.post(CHAT, json={"model": "m", "messages": messages})
     assert json.loads(upstream.bodies[0])["messages"][1]["tool_calls"][0]["id"] != "call_agent1"
+
+
+def test_the_request_repair_settings_reach_the_core_in_the_upstreams_options():
+    from proxy.core.request_repairs.needs import FAMILIES
+    from proxy.settings import Settings
+    from proxy.shell.app import build_upstreams
+
+    settings = Settings(
+        upstreams=[
+            UpstreamSettings(
+                name="a", url="http://127.0.0.1:1", request_repairs="off", template="mistral"
+            ),
+            UpstreamSettings(name="b", url="http://127.0.0.1:2"),
+        ]
+    )
+    upstreams = build_upstreams(settings)
+    a, b = upstreams["a"].normalize, upstreams["b"].normalize
+    assert a is not None
+    assert b is not None
+    assert (a.request_repairs, a.template) == (False, FAMILIES["mistral"])
+    assert (b.request_repairs, b.template) == (True, None)
+    assert upstreams["a"].template.needs == FAMILIES["mistral"]

@@ -6,8 +6,9 @@ import pytest
 
 from proxy.core.markup import check_names
 from proxy.core.markup.extractor import MarkupExtractor
+from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat import normalize
-from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
+from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.sse import Event, RawBytes, SSEDecoder
 from tests.normalize_helpers import counting_ids
@@ -18,11 +19,11 @@ TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": 
 
 def rewriter(*, tools: bool) -> ChatSSEStream:
     normalizer = StreamNormalizer(
-        NormalizeOptions(dialects=check_names(["auto"])),
+        UpstreamOptions(dialects=check_names(["auto"])),
         RequestInfo(tools=TOOLS if tools else []),
         new_id=counting_ids(),
     )
-    return ChatSSEStream(normalizer, max_event_bytes=1 << 20)
+    return ChatSSEStream(normalizer)
 
 
 def test_a_read_of_plain_events_goes_out_as_the_same_bytes_object() -> None:

@@ -139,6 +139,24 @@ def test_decoder_oversize_event_fails_open_and_passes_the_rest_raw() -> None:
     assert decoder.close() == []
 
 
+def test_decoder_a_whole_event_over_the_cap_is_oversize_however_the_reads_are_cut() -> None:
+    # the cap means the same whether the event came whole or in pieces (issue 26 item 2): one
+    # that came whole is not parsed past it either, by the shortcut or by the line machine
+    big = b"data: " + b"x" * 20 + b"\n\n"
+    data = b"data: ok\n\n" + big + b"data: later\n\n"
+    shortcut = [data[:10], data[10:]]  # not the first read: whole one-line events cut directly
+    for reads in ([data], shortcut, [bytes([b]) for b in data]):
+        events = decode(reads, max_event_bytes=16)
+        assert isinstance(events[0], Event)
+        assert events[0].data == b"ok"
+        assert all(isinstance(e, RawBytes) and e.reason == "oversize" for e in events[1:])
+        assert b"".join(e.raw for e in events[1:]) == data[10:]
+    decoder = SSEDecoder(max_event_bytes=16)
+    decoder.feed(b"data: ok\n\n")
+    assert decoder.plain_events(b"data: a\n\n") == 1
+    assert decoder.plain_events(b"data: a\n\n" * 2) == 0  # longer than the cap: decoded
+
+
 def test_decoder_is_linear_on_a_long_line_fed_bytewise() -> None:
     decoder = SSEDecoder()
     line = b"data: " + b"x" * 50_000

@@ -33,8 +33,7 @@ GAVE_UP = "the proxy could not rewrite the upstream's stream (it outgrew the pro
 
 
 class ChatBridge:
-    def __init__(self, chat: ChatSSEStream, encoder: Encoder, *, max_event_bytes: int) -> None:
-        del max_event_bytes  # nothing is decoded here: the chat stream's decoder keeps the limit
+    def __init__(self, chat: ChatSSEStream, encoder: Encoder) -> None:
         self.normalizer: StreamNormalizer = chat.normalizer
         self._chat = chat
         self._encoder = encoder
@@ -80,13 +79,11 @@ class Whole:
     error: str = ""
 
 
-def translate_whole(
-    chat: ChatSSEStream, encoder: Encoder, body: bytes, *, complete: bool, max_event_bytes: int
-) -> Whole:
+def translate_whole(chat: ChatSSEStream, encoder: Encoder, body: bytes, *, complete: bool) -> Whole:
     """``body``, a chat upstream's whole SSE answer (``complete``: it ended cleanly), as the
     one object of ``encoder``'s protocol."""
     watched = _FailureWatch(encoder)
-    bridge = ChatBridge(chat, watched, max_event_bytes=max_event_bytes)
+    bridge = ChatBridge(chat, watched)
     bridge.feed(body)
     bridge.close(complete=complete)
     if watched.failure is not None:

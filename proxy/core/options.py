@@ -1,13 +1,28 @@
-"""What the normalizers are told: the configured options and what the request asked for."""
+"""What the core is told about one upstream (``UpstreamOptions``) and about one request
+(``RequestInfo``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
+
+from proxy.core.request_repairs.needs import TemplateNeeds
+from proxy.core.sse import DEFAULT_MAX_EVENT_BYTES
+
+DEFAULT_MAX_HELD_BYTES: Final = 1 << 20
+DEFAULT_MAX_RESPONSE_BODY_BYTES: Final = 64 << 20
 
 
 @dataclass(frozen=True, slots=True)
-class NormalizeOptions:
+class UpstreamOptions:
+    """Every per-upstream setting the core reads, in one frozen value.
+
+    The shell builds it once per upstream from the settings (proxy/shell/app.py,
+    ``upstream_options``) and hands it, by keyword, to whatever serves that upstream's
+    answers: the chat normalizer, the translating bridge and both native repairers. A new
+    per-upstream setting that the core needs is a field here, not another argument.
+    """
+
     coalesce: bool = False  #: output form S2 (each call whole in one delta) instead of S1
     dialects: tuple[str, ...] = ()  #: markup dialects (proxy.core.markup) for text; () = off
     #: also look for markup in reasoning text: with every dialect (True), none (False), or
@@ -15,9 +30,19 @@ class NormalizeOptions:
     extract_from_reasoning: bool | Literal["auto"] = "auto"
     #: drop a call equal to the one right before it (same name, JSON-equal arguments)
     dedupe_calls: bool = False
+    #: one SSE event larger than this is not parsed: the stream is forwarded raw from there
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     #: cap on what one stream may hold: argument text kept for checking, held calls and text
     #: a dialect holds (counted in characters, a lower bound of their UTF-8 size)
-    max_held_bytes: int = 1 << 20
+    max_held_bytes: int = DEFAULT_MAX_HELD_BYTES
+    #: a whole (non-streamed) body larger than this is not rewritten
+    max_response_body_bytes: int = DEFAULT_MAX_RESPONSE_BODY_BYTES
+    #: chat clients' requests reshaped for the chat template (request_repairs = "auto"); the
+    #: translated ones always are
+    request_repairs: bool = True
+    #: what the upstream's template needs, as its ``template`` setting names the family;
+    #: None ("auto"): read from the upstream's own template (shell/template_probe.py)
+    template: TemplateNeeds | None = None
 
 
 @dataclass(frozen=True, slots=True)

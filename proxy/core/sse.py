@@ -15,9 +15,11 @@ Rules this module keeps (WHATWG HTML, "event stream interpretation"):
   the pending buffer has been searched for line ends. A read that starts a new event and
   holds no CR first has its whole one-line ``data:`` events cut off directly (what every
   upstream sends); the line machine takes the rest, and the events are the same.
-* An event larger than ``max_event_bytes`` is not buffered further: the pending bytes come
-  out as ``RawBytes(reason="oversize")`` and every later read is passed on the same way.
-  Failing open keeps every byte flowing when the stream is not something we can parse.
+* An event larger than ``max_event_bytes`` is not buffered further, nor parsed when it came
+  whole in one read: its bytes (and the rest of the buffer) come out as
+  ``RawBytes(reason="oversize")`` and every later read is passed on the same way, however the
+  reads were cut. Failing open keeps every byte flowing when the stream is not something we
+  can parse.
 
 ``feed`` and ``close`` raise nothing; an empty list from ``feed`` means "need more data".
 """
@@ -115,6 +117,7 @@ class SSEDecoder:
             or not chunk.endswith(b"\n\n")
             or not chunk.startswith(b"data: ")
             or b"\r" in chunk
+            or len(chunk) > self._max  # it may hold an event over the cap: the decoder's to say
         ):
             return 0
         if chunk.find(b"\n") == len(chunk) - 2:  # one event (the usual read), counted cheaply
@@ -133,7 +136,11 @@ class SSEDecoder:
         first event of any other form on) for the line machine."""
         start = 0
         while (end := chunk.find(b"\n\n", start)) >= 0:
-            if not chunk.startswith(b"data: ", start) or chunk.find(b"\n", start, end) >= 0:
+            if (
+                not chunk.startswith(b"data: ", start)
+                or chunk.find(b"\n", start, end) >= 0
+                or end + 2 - start > self._max  # over the cap: the line machine's to pass on
+            ):
                 break
             events.append(Event(chunk[start : end + 2], chunk[start + 6 : end]))
             start = end + 2
@@ -176,6 +183,13 @@ class SSEDecoder:
             self._scan = self._line_start = end
             if line:
                 self._take_line(line)
+            elif end - consumed > self._max:  # a whole event over the cap, as one outgrowing it
+                self._oversize = True
+                events.append(RawBytes(bytes(buf[consumed:]), "oversize"))
+                buf.clear()
+                self._scan = self._line_start = 0
+                self._reset_fields()
+                return
             else:
                 events.append(self._dispatch(bytes(buf[consumed:end])))
                 consumed = end

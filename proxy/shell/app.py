@@ -9,7 +9,7 @@ from typing import Final
 from aiohttp import ClientSession, DummyCookieJar, TCPConnector, hdrs, web
 from aiohttp.typedefs import Middleware
 
-from proxy.core.protocols.chat.normalize import NormalizeOptions
+from proxy.core.options import UpstreamOptions
 from proxy.core.routing import Router, Upstream
 from proxy.settings import Settings, UpstreamSettings
 from proxy.shell.accesslog import access_middleware
@@ -44,24 +44,31 @@ def build_upstreams(settings: Settings) -> dict[str, UpstreamConfig]:
     configs = {}
     for options in settings.upstreams:
         key = options.api_key()
+        core = upstream_options(options, settings) if options.normalize else None
         configs[options.name] = UpstreamConfig(
             route=Upstream(options.name, options.url, tuple(options.models)),
             options=options,
             authorization=f"Bearer {key}" if key is not None else None,
-            normalize=normalize_options(options, settings) if options.normalize else None,
+            normalize=core,
             slots=Slots(options.name, options.max_concurrent_requests),
-            template=TemplateState(options.template_needs()),
+            template=TemplateState(core.template if core is not None else None),
         )
     return configs
 
 
-def normalize_options(options: UpstreamSettings, settings: Settings) -> NormalizeOptions:
-    return NormalizeOptions(
+def upstream_options(options: UpstreamSettings, settings: Settings) -> UpstreamOptions:
+    """The one value through which an upstream's settings reach the core (core/options.py)."""
+    limits = settings.limits
+    return UpstreamOptions(
         coalesce=options.output == "coalesced",
         dialects=options.dialect_names(),
         extract_from_reasoning=options.extract_from_reasoning,
         dedupe_calls=options.dedupe_calls,
-        max_held_bytes=settings.limits.max_held_bytes,
+        max_event_bytes=limits.max_event_bytes,
+        max_held_bytes=limits.max_held_bytes,
+        max_response_body_bytes=limits.max_response_body_bytes,
+        request_repairs=options.request_repairs == "auto",
+        template=options.template_needs(),
     )
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from aiohttp import ClientSession, web
 
-from proxy.core.protocols.chat.normalize import NormalizeOptions
+from proxy.core.options import UpstreamOptions
 from proxy.core.routing import Router, Upstream
 from proxy.settings import Settings, UpstreamSettings
 from proxy.shell.limits import Slots
@@ -19,7 +19,7 @@ class UpstreamConfig:
     route: Upstream
     options: UpstreamSettings
     authorization: str | None  # "Bearer <key>" from the environment, never from the file
-    normalize: NormalizeOptions | None  # None: this upstream is pure passthrough
+    normalize: UpstreamOptions | None  # None: this upstream is pure passthrough (app.py)
     slots: Slots  # requests in flight against options.max_concurrent_requests
     template: TemplateState  # what its chat template needs (proxy/shell/template_probe.py)
 

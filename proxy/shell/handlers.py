@@ -117,7 +117,7 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
                 return await respond_translated(request, state, upstream, plan, chat, resp)
     repaired, sent = False, payload
     names: Mapping[str, ToolRef] = {}
-    if plan.mode is Mode.CHAT and upstream.options.request_repairs == "auto":
+    if plan.mode is Mode.CHAT and upstream.normalize and upstream.normalize.request_repairs:
         sent, repaired = _repaired(payload, upstream, exchange)
     elif plan.mode is Mode.NATIVE and plan.protocol is not None and isinstance(payload, dict):
         native = NATIVE_REQUEST_REPAIRS[plan.protocol.name](payload)
@@ -303,9 +303,7 @@ async def _respond(
         upstream,
         resp,
         response,
-        transform=None
-        if normalizer is None
-        else ChatSSEStream(normalizer, max_event_bytes=state.settings.limits.max_event_bytes),
+        transform=None if normalizer is None else ChatSSEStream(normalizer),
         repairs=None if normalizer is None else normalizer.repairs,
     )
 

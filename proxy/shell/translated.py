@@ -107,27 +107,21 @@ async def respond_translated(
         _feed_all(encoder, events)
         exchange.completion_rewritten(200, repairs)
         return _json(request, encoder.response())
-    max_event = state.settings.limits.max_event_bytes
     normalizer = StreamNormalizer(upstream.normalize, info, new_id=new_id)
     if not chat.body.get("stream"):  # the client asked for one object; the upstream streamed
         body, complete = await _read_whole(exchange, resp, limit, idle)
         whole = translate_whole(
-            ChatSSEStream(normalizer, max_event_bytes=max_event),
+            ChatSSEStream(normalizer),
             protocol.encoder(chat.context, new_id, False),
             body,
             complete=complete,
-            max_event_bytes=max_event,
         )
         if whole.answer is None:
             exchange.completion_rewritten(502, normalizer.repairs)
             return _error(request, protocol, 502, whole.error)
         exchange.completion_rewritten(200, normalizer.repairs)
         return _json(request, whole.answer)
-    bridge = ChatBridge(
-        ChatSSEStream(normalizer, max_event_bytes=max_event),
-        protocol.encoder(chat.context, new_id, True),
-        max_event_bytes=max_event,
-    )
+    bridge = ChatBridge(ChatSSEStream(normalizer), protocol.encoder(chat.context, new_id, True))
     response = await _start_stream(request, resp)
     exchange.response_started(200, streaming=True, repair_source=normalizer)
     return await relay(
@@ -149,20 +143,21 @@ async def respond_native(
     (native_tools.py), named back in the stream."""
     protocol = plan.protocol
     assert protocol is not None
+    # native mode is only configured for an upstream that normalizes (settings.py); markup in
+    # the server's own text is recovered with the dialects the upstream enables
+    options = upstream.normalize
+    assert options is not None
     exchange = request[EXCHANGE]
     exchange.meter.upstream_headers_at = perf_counter()
     kind = media_type(resp)
     rewritable = resp.status == 200 and hdrs.CONTENT_ENCODING not in resp.headers
-    # markup in the server's own text is recovered with the dialects the upstream enables
-    dialects = upstream.normalize.dialects if upstream.normalize is not None else ()
-    dedupe = upstream.normalize is not None and upstream.normalize.dedupe_calls
     if rewritable and kind == _JSON:
         body, complete = await read_capped(
             resp, state.settings.limits.max_response_body_bytes, idle=state.settings.timeouts.idle
         )
         if complete:
             exchange.meter.received(body)
-            fixed, repairs = protocol.native_completion(body, payload, dialects)
+            fixed, repairs = protocol.native_completion(body=body, request=payload, options=options)
             exchange.completion_rewritten(resp.status, repairs)
             exchange.meter.sending(fixed)
             answer = web.Response(status=resp.status, reason=resp.reason, body=fixed)
@@ -171,10 +166,11 @@ async def respond_native(
             return answer
         return await _passthrough(request, state, upstream, resp, head=body)
     if rewritable and kind == _SSE:
-        stream: NativeStream = protocol.native(new_id_factory(), payload, dialects, dedupe)
+        stream: NativeStream = protocol.native(
+            new_id=new_id_factory(), request=payload, options=options
+        )
         if names:
-            max_event = state.settings.limits.max_event_bytes
-            stream = NamesBack(stream, names, max_event_bytes=max_event)
+            stream = NamesBack(stream, names, max_event_bytes=options.max_event_bytes)
         response = await _start_stream(request, resp)
         exchange.response_started(200, streaming=True, repair_source=stream)
         return await relay(

@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 
 from proxy.core.markup import check_names
-from proxy.core.protocols.chat.normalize import NormalizeOptions
+from proxy.core.options import UpstreamOptions
 from proxy.settings import LimitSettings
 from proxy.tools.replay import replay
 from proxy.tools.table import format_table
@@ -59,13 +59,15 @@ def run(args: argparse.Namespace) -> int:
     except InputError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    options = NormalizeOptions(
+    options = UpstreamOptions(
         coalesce=args.output == "coalesced",
         dialects=dialect_names(args.dialects),
         extract_from_reasoning=args.extract_from_reasoning,
+        max_event_bytes=limits.max_event_bytes,
         max_held_bytes=limits.max_held_bytes,
+        max_response_body_bytes=limits.max_response_body_bytes,
     )
-    result = replay(capture, options, request, limits)
+    result = replay(capture, options, request)
     sys.stdout.buffer.write(result.output)
     sys.stdout.buffer.flush()
     print(summary(result.repairs, unchanged=result.output == capture), file=sys.stderr)

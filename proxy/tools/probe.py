@@ -23,7 +23,7 @@ from aiohttp import ClientError, ClientSession, ClientTimeout, hdrs
 
 from proxy.core.routing import upstream_url
 from proxy.settings import Settings, load_settings, resolve_config_path
-from proxy.shell.app import build_upstreams, normalize_options
+from proxy.shell.app import build_upstreams, upstream_options
 from proxy.shell.app_state import UpstreamConfig
 from proxy.tools.replay import replay, tool_calls_in
 from proxy.tools.table import format_table
@@ -136,8 +136,8 @@ async def probe(
         return ProbeResult(name, model, f"unreachable: {type(exc).__name__}")
     # The upstream's own options, even when it is configured as passthrough: the probe is
     # what tells whether it needs repairing.
-    options = normalize_options(upstream.options, settings)
-    replayed = replay(body, options, request, settings.limits)
+    options = upstream_options(upstream.options, settings)
+    replayed = replay(body, options, request)
     return ProbeResult(name, model, None, tool_calls_in(replayed.output), replayed.repairs)
 
 

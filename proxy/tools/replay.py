@@ -14,14 +14,13 @@ from typing import Any
 
 import orjson
 
+from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat.normalize import (
-    NormalizeOptions,
     RequestInfo,
     StreamNormalizer,
     normalize_completion,
 )
 from proxy.core.sse import Event, SSEDecoder
-from proxy.settings import LimitSettings
 from proxy.shell.random_ids import new_id_factory
 
 
@@ -36,15 +35,13 @@ def is_json_body(capture: bytes) -> bool:
     return capture.lstrip()[:1] == b"{"
 
 
-def replay(
-    capture: bytes, options: NormalizeOptions, request: object, limits: LimitSettings
-) -> Replayed:
+def replay(capture: bytes, options: UpstreamOptions, request: object) -> Replayed:
     """The normalized response and the repairs it took; ``request`` is the parsed request body."""
     info = RequestInfo.from_body(request)
     if is_json_body(capture):
         output, repairs = normalize_completion(capture, options, info, new_id=new_id_factory())
         return Replayed(output, repairs)
-    decoder = SSEDecoder(max_event_bytes=limits.max_event_bytes)
+    decoder = SSEDecoder(max_event_bytes=options.max_event_bytes)
     normalizer = StreamNormalizer(options, info, new_id=new_id_factory())
     items = [*decoder.feed(capture), *decoder.close()]
     out = [b for item in items for b in normalizer.feed(item)]

@@ -23,9 +23,10 @@ from proxy.core.events import (
     TextDelta,
     Usage,
 )
+from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.chat.decode import completion_events
-from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
+from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from tests.normalize_helpers import bytewise, counting_ids, random_cuts
 
@@ -50,17 +51,15 @@ class Recorder:
 
 
 def translate(
-    case: dict[str, Any], reads: list[bytes], options: NormalizeOptions | None = None
+    case: dict[str, Any], reads: list[bytes], options: UpstreamOptions | None = None
 ) -> tuple[list[StreamEvent], list[bytes]]:
     normalizer = StreamNormalizer(
-        options or NormalizeOptions(dialects=tuple(case.get("dialects", ()))),
+        options or UpstreamOptions(dialects=tuple(case.get("dialects", ()))),
         RequestInfo.from_body(REQUESTS[case["request"]]),
         new_id=counting_ids(),
     )
     recorder = Recorder()
-    bridge = ChatBridge(
-        ChatSSEStream(normalizer, max_event_bytes=1 << 20), recorder, max_event_bytes=1 << 20
-    )
+    bridge = ChatBridge(ChatSSEStream(normalizer), recorder)
     out = [b for read in reads for b in bridge.feed(read)]
     out += bridge.close(complete=case["complete"])
     return recorder.events, out
@@ -160,7 +159,7 @@ def test_a_stream_that_outgrows_the_cap_fails_instead_of_leaking_chat_bytes():
         ],
     }
     body = b"data: " + json.dumps(chunk).encode() + b"\n\n" + b"data: [DONE]\n\n"
-    events, out = translate(case, [body], NormalizeOptions(max_held_bytes=1024))
+    events, out = translate(case, [body], UpstreamOptions(max_held_bytes=1024))
     failures = [e for e in events if isinstance(e, Failed)]
     assert failures == [Failed(GAVE_UP, "proxy_error")]
     assert not any(b"chat.completion.chunk" in data for data in out)

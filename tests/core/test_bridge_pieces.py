@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 from bench.shapes import LENGTH_SHAPES, NO_TOOLS, SHAPES, TOOLS, model_name, templates
 from proxy.core.bridge import GAVE_UP, ChatBridge
 from proxy.core.events import ArgumentsDelta, Failed, StreamEvent
+from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat import render
 from proxy.core.protocols.chat.decode import ChatDecoder
-from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
+from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.sse import Event, SSEDecoder
 from tests.core.test_bridge import Recorder
@@ -33,7 +34,7 @@ REQUESTS: dict[str, Any] = json.loads((GOLDEN / "requests.json").read_text(encod
 
 
 def _normalizer(case: dict[str, Any], held: int | None) -> StreamNormalizer:
-    options = NormalizeOptions(
+    options = UpstreamOptions(
         dialects=tuple(case.get("dialects", ())),
         coalesce=case.get("coalesce", False),
         dedupe_calls=case.get("dedupe", False),
@@ -47,8 +48,8 @@ def _normalizer(case: dict[str, Any], held: int | None) -> StreamNormalizer:
 
 def bridged(case: dict[str, Any], reads: list[bytes], held: int | None = None) -> list[StreamEvent]:
     recorder = Recorder()
-    chat = ChatSSEStream(_normalizer(case, held), max_event_bytes=1 << 20)
-    bridge = ChatBridge(chat, recorder, max_event_bytes=1 << 20)
+    chat = ChatSSEStream(_normalizer(case, held))
+    bridge = ChatBridge(chat, recorder)
     for read in reads:
         bridge.feed(read)
     bridge.close(complete=case["complete"])
@@ -59,7 +60,7 @@ def decoded(case: dict[str, Any], reads: list[bytes], held: int | None = None) -
     """What the chat decoder reads off a chat client's stream; the failure where its
     normalizer gives up (and nothing of that read, which is chat the client may not get)."""
     normalizer = _normalizer(case, held)
-    chat = ChatSSEStream(normalizer, max_event_bytes=1 << 20)
+    chat = ChatSSEStream(normalizer)
     frames, decoder = SSEDecoder(max_event_bytes=1 << 20), ChatDecoder()
     events: list[StreamEvent] = []
 

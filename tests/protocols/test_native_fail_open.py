@@ -14,6 +14,7 @@ import pytest
 
 from proxy.core.errors import DialectError
 from proxy.core.events import Ended, Finished, FinishReason, Started, TextDelta, Usage
+from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.responses import native_flow
 from proxy.core.protocols.responses.native import NativeStream
 from proxy.core.protocols.responses.native_request import NativeRequest
@@ -62,7 +63,11 @@ def _responses_text(pieces: list[str]) -> bytes:
 
 def _responses_repair(body: bytes) -> tuple[bytes, Counter[str]]:
     counter = itertools.count(1)
-    stream = NativeStream(lambda: f"n{next(counter):04d}", NativeRequest.from_body(WEATHER_TOOLS))
+    stream = NativeStream(
+        lambda: f"n{next(counter):04d}",
+        NativeRequest.from_body(WEATHER_TOOLS),
+        options=UpstreamOptions(dialects=("auto",)),
+    )
     out = b"".join([*stream.feed(body), *stream.close(complete=True)])
     return out, stream.repairs
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from proxy.core.events import StreamEvent
+from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat.chunks import JSONObject
 
 
@@ -43,6 +44,24 @@ class NativeStream(Protocol):
     def close(self, *, complete: bool) -> list[bytes]: ...
 
 
+class NativeStreamFactory(Protocol):
+    """A server's own stream of the protocol, repaired in place as ``options`` (the upstream's)
+    say; ``request`` is the client's parsed request body."""
+
+    def __call__(
+        self, *, new_id: Callable[[], str], request: object, options: UpstreamOptions
+    ) -> NativeStream: ...
+
+
+class NativeCompletion(Protocol):
+    """A server's own whole (non-streamed) answer of the protocol, repaired in place: the body
+    to send and the repairs it took."""
+
+    def __call__(
+        self, *, body: bytes, request: object, options: UpstreamOptions
+    ) -> tuple[bytes, Counter[str]]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ClientProtocol:
     name: str  #: the per-upstream settings key that picks the mode ("responses", "messages")
@@ -50,9 +69,7 @@ class ClientProtocol:
     to_chat: Callable[[JSONObject], ChatRequest]  #: raises ClientRequestError for a 400
     encoder: Callable[[object, Callable[[], str], bool], Encoder]  #: (context, new_id, stream)
     error_body: Callable[[int, str], bytes]  #: (status, message) -> the protocol's error JSON
-    #: (new_id, request body, the upstream's markup dialects, its dedupe_calls)
-    native: Callable[[Callable[[], str], object, tuple[str, ...], bool], NativeStream]
-    #: (body, request body, the upstream's markup dialects)
-    native_completion: Callable[[bytes, object, tuple[str, ...]], tuple[bytes, Counter[str]]]
+    native: NativeStreamFactory
+    native_completion: NativeCompletion
     #: path suffix -> an answer the proxy gives itself in translate mode (count_tokens)
     local: dict[str, Callable[[JSONObject], JSONObject]] = field(default_factory=dict)

@@ -7,6 +7,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from proxy.core.markup import check_names
+from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.messages.native import NativeMessages
 from tests.normalize_helpers import bytewise, random_cuts
 
@@ -23,18 +25,22 @@ TOOLS_REQUEST: dict[str, Any] = {
     ],
 }
 
+EVERY_DIALECT = check_names(["auto"])
+
 
 def repair(
     pieces: Sequence[bytes] | bytes,
     request: object = TOOLS_REQUEST,
     *,
     complete: bool = True,
+    dedupe: bool = False,
     **options: Any,
 ) -> tuple[bytes, Counter[str]]:
     if isinstance(pieces, bytes):
         pieces = [pieces]
     counter = itertools.count(1)
-    stream = NativeMessages(lambda: f"id{next(counter):05d}", request, **options)
+    settings = UpstreamOptions(**{"dialects": EVERY_DIALECT, "dedupe_calls": dedupe, **options})
+    stream = NativeMessages(lambda: f"id{next(counter):05d}", request, options=settings)
     out = [data for piece in pieces for data in stream.feed(piece)]
     out += stream.close(complete=complete)
     return b"".join(out), stream.repairs

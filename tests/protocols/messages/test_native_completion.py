@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 
 from proxy.core.markup import DIALECTS
+from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.messages import native_completion
 from proxy.core.repairs import Repair
 from tests.protocols.messages.native_helpers import TOOLS_REQUEST
 
-ALL = tuple(DIALECTS)
+EVERY = UpstreamOptions(dialects=tuple(DIALECTS))
+NONE = UpstreamOptions()
 
 
 def message(content: list[dict], stop_reason: str | None = "end_turn") -> bytes:
@@ -34,12 +36,12 @@ def test_a_canonical_message_comes_back_byte_for_byte():
         ],
         "tool_use",
     )
-    assert native_completion(body, TOOLS_REQUEST, ALL) == (body, {})
+    assert native_completion(body=body, request=TOOLS_REQUEST, options=EVERY) == (body, {})
 
 
 def test_llamacpp_tool_use_without_input_and_end_turn_is_repaired():
     body = message([{"type": "tool_use", "id": "t", "name": "get_weather"}], "end_turn")
-    out, repairs = native_completion(body, TOOLS_REQUEST, ALL)
+    out, repairs = native_completion(body=body, request=TOOLS_REQUEST, options=EVERY)
     fixed = json.loads(out)
     assert fixed["content"] == [{"type": "tool_use", "id": "t", "name": "get_weather", "input": {}}]
     assert fixed["stop_reason"] == "tool_use"
@@ -49,7 +51,9 @@ def test_llamacpp_tool_use_without_input_and_end_turn_is_repaired():
 
 def test_qwen3_coder_markup_in_a_text_block_becomes_a_tool_use_block():
     text = "Sure.\n<tool_call>\n<function=get_weather>\n<parameter=location>\nParis\n</parameter>\n</function>\n</tool_call>"
-    out, repairs = native_completion(message([{"type": "text", "text": text}]), TOOLS_REQUEST, ALL)
+    out, repairs = native_completion(
+        body=message([{"type": "text", "text": text}]), request=TOOLS_REQUEST, options=EVERY
+    )
     fixed = json.loads(out)
     assert [b["type"] for b in fixed["content"]] == ["text", "tool_use"]
     assert fixed["content"][0]["text"].strip() == "Sure."
@@ -62,10 +66,10 @@ def test_qwen3_coder_markup_in_a_text_block_becomes_a_tool_use_block():
 
 def test_a_body_that_is_no_message_is_left_alone():
     for body in (b"not json", b'{"type": "error", "error": {"type": "api_error", "message": "x"}}'):
-        assert native_completion(body, TOOLS_REQUEST, ALL) == (body, {})
+        assert native_completion(body=body, request=TOOLS_REQUEST, options=EVERY) == (body, {})
 
 
 def test_markup_stays_text_when_the_upstream_enables_no_dialect():
     text = "<tool_call>\n<function=get_weather>\n<parameter=location>\nParis\n</parameter>\n</function>\n</tool_call>"
     body = message([{"type": "text", "text": text}])
-    assert native_completion(body, TOOLS_REQUEST, ()) == (body, {})
+    assert native_completion(body=body, request=TOOLS_REQUEST, options=NONE) == (body, {})

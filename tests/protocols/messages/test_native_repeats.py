@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.messages import PROTOCOL
 from proxy.core.repairs import Repair
 from proxy.settings import UpstreamSettings
@@ -123,7 +124,8 @@ def test_a_repeated_markup_call_in_text_is_dropped_under_dedupe_calls():
 def test_the_protocol_entry_point_passes_dedupe_calls_on():
     broken = streams.sse(call_twice(streams.parsed(PARALLEL)))
     for dedupe, blocks in ((False, 5), (True, 4)):
-        stream = PROTOCOL.native(lambda: "x", TOOLS_REQUEST, (), dedupe)
+        options = UpstreamOptions(dedupe_calls=dedupe)
+        stream = PROTOCOL.native(new_id=lambda: "x", request=TOOLS_REQUEST, options=options)
         out = b"".join(stream.feed(broken) + stream.close(complete=True))
         assert len(check(out).blocks) == blocks
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from proxy.core.protocols.chat.normalize import NormalizeOptions
+from proxy.core.options import UpstreamOptions
 from tests.normalize_helpers import bytewise, random_cuts
 from tests.protocols.messages.checker import check
 from tests.protocols.messages.translate_helpers import GOLDEN, REQUESTS, SINGLE, translate
@@ -18,9 +18,9 @@ single = pytest.mark.parametrize("case", SINGLE, ids=[c["name"] for c in SINGLE]
 FINISHED = [c for c in SINGLE if c["complete"] and c["expect"][0]["finish_reason"] is not None]
 
 
-def options(case: dict[str, Any]) -> NormalizeOptions:
+def options(case: dict[str, Any]) -> UpstreamOptions:
     """The markup dialects the golden case turns on (none when it names none)."""
-    return NormalizeOptions(dialects=tuple(case.get("dialects", ())))
+    return UpstreamOptions(dialects=tuple(case.get("dialects", ())))
 
 
 def run(case: dict[str, Any], reads: list[bytes]) -> bytes:

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from proxy.core.bridge import ChatBridge
-from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
+from proxy.core.options import UpstreamOptions
+from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.protocols.messages.encode import MessagesEncoder
 from proxy.core.protocols.messages.request import MessagesContext
@@ -26,10 +27,10 @@ def translate(
     *,
     complete: bool = True,
     context: MessagesContext | None = None,
-    options: NormalizeOptions | None = None,
+    options: UpstreamOptions | None = None,
 ) -> tuple[bytes, MessagesEncoder]:
     normalizer = StreamNormalizer(
-        options or NormalizeOptions(),
+        options or UpstreamOptions(),
         RequestInfo.from_body(chat_request),
         new_id=counting_ids(),
     )
@@ -37,9 +38,7 @@ def translate(
     encoder = MessagesEncoder(
         context or MessagesContext("claude-test"), lambda: f"m{next(counter):08d}"
     )
-    bridge = ChatBridge(
-        ChatSSEStream(normalizer, max_event_bytes=1 << 20), encoder, max_event_bytes=1 << 20
-    )
+    bridge = ChatBridge(ChatSSEStream(normalizer), encoder)
     out = [b for read in reads for b in bridge.feed(read)]
     out += bridge.close(complete=complete)
     return b"".join(out), encoder

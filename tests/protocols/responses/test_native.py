@@ -28,6 +28,7 @@ from proxy.core.events import (
     TextDelta,
     Usage,
 )
+from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.responses.native import NativeStream
 from proxy.core.protocols.responses.native_request import NativeRequest
 from proxy.core.repairs import Repair
@@ -52,13 +53,16 @@ WEATHER_TOOLS = {
     ],
 }
 NO_TOOLS: dict[str, Any] = {"model": "m"}
+NATIVE = UpstreamOptions(dialects=("auto",))  # every markup dialect
 
 
 def run(
     pieces: Sequence[bytes], request: dict[str, Any], *, complete: bool = True
 ) -> tuple[bytes, Counter[str]]:
     counter = itertools.count(1)
-    stream = NativeStream(lambda: f"n{next(counter):04d}", NativeRequest.from_body(request))
+    stream = NativeStream(
+        lambda: f"n{next(counter):04d}", NativeRequest.from_body(request), options=NATIVE
+    )
     out = [b for piece in pieces for b in stream.feed(piece)]
     out += stream.close(complete=complete)
     return b"".join(out), stream.repairs

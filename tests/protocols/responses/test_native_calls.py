@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -29,7 +30,7 @@ from proxy.core.protocols.responses.native_request import NativeRequest
 from proxy.core.repairs import Repair
 from tests.protocols.responses import variants as v
 from tests.protocols.responses.checker import check
-from tests.protocols.responses.test_native import WEATHER_TOOLS
+from tests.protocols.responses.test_native import NATIVE, WEATHER_TOOLS
 from tests.protocols.responses.test_native_repeats import every_cutting
 
 START = Started(id="chatcmpl-x", model="m", created=1)
@@ -52,7 +53,9 @@ def record(
 ) -> tuple[list[tuple[str, str, str]], bytes]:
     counter = itertools.count(1)
     native = Recording(
-        lambda: f"n{next(counter):04d}", NativeRequest.from_body(WEATHER_TOOLS), dedupe=dedupe
+        lambda: f"n{next(counter):04d}",
+        NativeRequest.from_body(WEATHER_TOOLS),
+        options=replace(NATIVE, dedupe_calls=dedupe),
     )
     native.inputs = []
     if not hot:  # the table's answer turned around: no state streams its arguments
@@ -157,7 +160,7 @@ def test_a_nameless_calls_held_events_reach_the_client_when_the_stream_is_cut():
     body = v.sse(v.empty_call_id_and_name(calls(("call_w", "get_weather", PARIS), text="Hi.")))
     cut = body[: body.index(b"response.function_call_arguments.done")]
     cut = cut[: cut.rindex(b"\n\n") + 2]  # the call's added and deltas came, not its end
-    native = NativeStream(lambda: "x", NativeRequest.from_body(WEATHER_TOOLS))
+    native = NativeStream(lambda: "x", NativeRequest.from_body(WEATHER_TOOLS), options=NATIVE)
     out = b"".join(native.feed(cut) + native.close(complete=False))
     assert out.count(b"\n\n") == cut.count(b"\n\n")  # no event lost, none made up
     assert out.count(b"event: response.function_call_arguments.delta") == 2
@@ -200,7 +203,7 @@ def test_a_dropped_repeat_is_no_call_before_the_next():
 
 
 def test_the_calls_are_records_of_the_shared_table():
-    native = NativeStream(lambda: "x", NativeRequest.from_body(WEATHER_TOOLS))
+    native = NativeStream(lambda: "x", NativeRequest.from_body(WEATHER_TOOLS), options=NATIVE)
     native.feed(v.sse(calls(("call_w", "get_weather", PARIS))))
     (call,) = native._calls
     assert isinstance(call, NativeCall)

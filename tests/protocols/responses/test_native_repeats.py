@@ -25,6 +25,7 @@ from proxy.core.events import (
     TextDelta,
     Usage,
 )
+from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.responses import PROTOCOL
 from proxy.core.protocols.responses.native import NativeStream
 from proxy.core.protocols.responses.native_request import NativeRequest
@@ -69,7 +70,9 @@ def run(
 ) -> tuple[bytes, Counter[str]]:
     counter = itertools.count(1)
     native = NativeStream(
-        lambda: f"n{next(counter):04d}", NativeRequest.from_body(WEATHER_TOOLS), dedupe=dedupe
+        lambda: f"n{next(counter):04d}",
+        NativeRequest.from_body(WEATHER_TOOLS),
+        options=UpstreamOptions(dialects=("auto",), dedupe_calls=dedupe),
     )
     out = [b for piece in pieces for b in native.feed(piece)]
     out += native.close(complete=complete)
@@ -132,7 +135,8 @@ def test_a_held_call_cut_short_goes_out_as_it_came_without_an_end():
 def test_the_protocol_entry_point_passes_dedupe_calls_on():
     body = v.sse(stream(repeat=True))
     for dedupe, calls in ((False, 3), (True, 2)):
-        native = PROTOCOL.native(lambda: "x", WEATHER_TOOLS, (), dedupe)
+        options = UpstreamOptions(dedupe_calls=dedupe)
+        native = PROTOCOL.native(new_id=lambda: "x", request=WEATHER_TOOLS, options=options)
         out = b"".join(native.feed(body) + native.close(complete=True))
         assert len(check(out).calls) == calls
 

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from proxy.core.bridge import ChatBridge
-from proxy.core.protocols.chat.normalize import NormalizeOptions, RequestInfo, StreamNormalizer
+from proxy.core.options import UpstreamOptions
+from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.protocols.responses import encoder as responses_encoder
 from proxy.core.protocols.responses.context import ResponsesContext
@@ -36,16 +37,14 @@ def translate(case: dict[str, Any], reads: list[bytes]) -> bytes:
     # two factories: which of the two draws first depends on where the reads are cut
     calls, items = itertools.count(1), itertools.count(1)
     normalizer = StreamNormalizer(
-        NormalizeOptions(dialects=tuple(case.get("dialects", ()))),
+        UpstreamOptions(dialects=tuple(case.get("dialects", ()))),
         RequestInfo.from_body(REQUESTS[case["request"]]),
         new_id=lambda: f"call{next(calls):05d}",
     )
     encoder = responses_encoder(
         ResponsesContext(model="client-model"), lambda: f"item{next(items):05d}", True
     )
-    bridge = ChatBridge(
-        ChatSSEStream(normalizer, max_event_bytes=1 << 20), encoder, max_event_bytes=1 << 20
-    )
+    bridge = ChatBridge(ChatSSEStream(normalizer), encoder)
     out = [b for read in reads for b in bridge.feed(read)]
     out += bridge.close(complete=case["complete"])
     return b"".join(out)

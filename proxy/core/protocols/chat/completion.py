@@ -27,14 +27,14 @@ from proxy.core.protocols.chat.tooldelta import read_entry
 from proxy.core.repairs import Repair, markup_kind
 
 if TYPE_CHECKING:
-    from proxy.core.options import NormalizeOptions, RequestInfo
+    from proxy.core.options import RequestInfo, UpstreamOptions
 
 _FINISH_MAP: Final = {"": "stop", "eos_token": "stop", "end_turn": "stop"}  # Q24
 
 
 def normalize_completion(
     body: bytes,
-    options: NormalizeOptions,
+    options: UpstreamOptions,
     request: RequestInfo,
     *,
     new_id: Callable[[], str],
@@ -60,7 +60,7 @@ def normalize_completion(
 class _Fixer:
     def __init__(
         self,
-        options: NormalizeOptions,
+        options: UpstreamOptions,
         request: RequestInfo,
         ids: IdPool,
         repairs: Counter[str],

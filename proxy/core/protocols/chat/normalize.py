@@ -49,7 +49,7 @@ from typing import Final, cast
 
 from proxy.core.ids import IdPool
 from proxy.core.markup import reasoning_names
-from proxy.core.options import NormalizeOptions, RequestInfo
+from proxy.core.options import RequestInfo, UpstreamOptions
 from proxy.core.protocols.chat.choice import ChoiceNormalizer
 from proxy.core.protocols.chat.chunks import (
     INVALID,
@@ -72,7 +72,6 @@ from proxy.core.repairs import Repair
 from proxy.core.sse import DONE, Event, RawBytes, encode_event, plain_data
 
 __all__ = [
-    "NormalizeOptions",
     "RequestInfo",
     "StreamNormalizer",
     "normalize_completion",
@@ -87,7 +86,7 @@ class StreamNormalizer(Output):
     ``{}`` placeholder), so no byte leaves without a trace."""
 
     def __init__(
-        self, options: NormalizeOptions, request: RequestInfo, *, new_id: Callable[[], str]
+        self, options: UpstreamOptions, request: RequestInfo, *, new_id: Callable[[], str]
     ) -> None:
         super().__init__()  # chat bytes out, unless write_events says otherwise (chat/output.py)
         self.options = options

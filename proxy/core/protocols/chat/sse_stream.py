@@ -20,9 +20,9 @@ class ChatSSEStream:
     """The body of one streamed chat completion through the core: ``feed`` each upstream
     read, ``close`` at its end. What the shell's pump drives (``BodyTransform``)."""
 
-    def __init__(self, normalizer: StreamNormalizer, *, max_event_bytes: int) -> None:
+    def __init__(self, normalizer: StreamNormalizer) -> None:
         self.normalizer = normalizer
-        self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)
+        self._decoder = SSEDecoder(max_event_bytes=normalizer.options.max_event_bytes)
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """The bytes to write to the client for one upstream read, in order.

@@ -13,6 +13,7 @@ import itertools
 from collections import Counter
 from collections.abc import Callable
 
+from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.base import ChatRequest, ClientProtocol
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.messages.count import count_tokens
@@ -34,19 +35,21 @@ def encoder(context: object, new_id: Callable[[], str], stream: bool) -> Message
 
 
 def native(
-    new_id: Callable[[], str], request: object, dialects: tuple[str, ...], dedupe: bool
+    *, new_id: Callable[[], str], request: object, options: UpstreamOptions
 ) -> NativeMessages:
-    return NativeMessages(new_id, request, dialects=dialects, dedupe=dedupe)
+    return NativeMessages(new_id, request, options=options)
 
 
 def native_completion(
-    body: bytes, request: object, dialects: tuple[str, ...]
+    *, body: bytes, request: object, options: UpstreamOptions
 ) -> tuple[bytes, Counter[str]]:
     # this entry point gets no id factory: ids of calls cut out of markup are the body's
     # digest and a counter, unique across responses as long as their bodies differ
     digest = hashlib.sha256(body).hexdigest()[:12]
     counter = itertools.count(1)
-    return repair_message(body, request, lambda: f"{digest}{next(counter)}", dialects=dialects)
+    return repair_message(
+        body, request, lambda: f"{digest}{next(counter)}", dialects=options.dialects
+    )
 
 
 PROTOCOL = ClientProtocol(

@@ -32,12 +32,13 @@ moved re-encoded with its new index, the bytes out), native_text.py the markup i
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import orjson
 
 from proxy.core.markup import build_extractor, check_names
 from proxy.core.markup.fail_open import fail_open
+from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.messages import native_fields
 from proxy.core.protocols.messages.native_block import Block, ToolCall, extracts, input_parses
@@ -56,15 +57,13 @@ class NativeMessages(TextMarkup):
         new_id: Callable[[], str],
         request: object,
         *,
-        dialects: Sequence[str] = ("auto",),
-        dedupe: bool = False,
-        max_event_bytes: int = 1 << 20,
+        options: UpstreamOptions,
     ) -> None:
-        ClientSide.__init__(self, new_id, dedupe=dedupe)
+        ClientSide.__init__(self, new_id, dedupe=options.dedupe_calls)
         self._new_id = new_id
-        self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)
+        self._decoder = SSEDecoder(max_event_bytes=options.max_event_bytes)
         self._request = request if isinstance(request, dict) else {}
-        self._dialects = check_names(dialects) if extracts(self._request) else ()
+        self._dialects = check_names(options.dialects) if extracts(self._request) else ()
         self._tools = convert_tools(self._request.get("tools")) if self._dialects else []
         self._pending: deque[_Item] = deque()  # events held behind a growing tool block
         self._blocks: dict[int, Block] = {}  # the current generation's, by upstream index

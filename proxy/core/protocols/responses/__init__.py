@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import orjson
 
+from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.base import ChatRequest, ClientProtocol
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.responses.context import ResponsesContext
@@ -45,19 +46,15 @@ def error_body(status: int, message: str) -> bytes:
     return orjson.dumps({"error": {"message": message, "type": kind, "param": None, "code": None}})
 
 
-def native(
-    new_id: Callable[[], str], request_body: object, dialects: tuple[str, ...], dedupe: bool
-) -> NativeStream:
-    return NativeStream(
-        new_id, NativeRequest.from_body(request_body), dialects=dialects, dedupe=dedupe
-    )
+def native(*, new_id: Callable[[], str], request: object, options: UpstreamOptions) -> NativeStream:
+    return NativeStream(new_id, NativeRequest.from_body(request), options=options)
 
 
 def native_completion(
-    body: bytes, request_body: object, dialects: tuple[str, ...]
+    *, body: bytes, request: object, options: UpstreamOptions
 ) -> tuple[bytes, Counter[str]]:
-    del dialects  # a whole Response's repair recovers no markup
-    return repair_completion(body, NativeRequest.from_body(request_body))
+    del options  # a whole Response's repair recovers no markup
+    return repair_completion(body, NativeRequest.from_body(request))
 
 
 PROTOCOL = ClientProtocol(

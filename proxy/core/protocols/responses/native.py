@@ -29,10 +29,11 @@ Rules this module keeps:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Final
 
 from proxy.core.calls.state import SUSPECT
+from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat.chunks import loads
 from proxy.core.protocols.responses import native_text
 from proxy.core.protocols.responses.native_flow import ItemFlow
@@ -40,7 +41,7 @@ from proxy.core.protocols.responses.native_items import Ev
 from proxy.core.protocols.responses.native_request import NativeRequest
 from proxy.core.protocols.responses.wire import frame
 from proxy.core.repairs import Repair
-from proxy.core.sse import DEFAULT_MAX_EVENT_BYTES, Event, SSEDecoder
+from proxy.core.sse import Event, RawBytes, SSEDecoder
 
 JSONObject = dict[str, Any]
 
@@ -88,15 +89,14 @@ class NativeStream(ItemFlow):
         new_id: Callable[[], str],
         request: NativeRequest,
         *,
-        dialects: Sequence[str] = ("auto",),
-        dedupe: bool = False,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        options: UpstreamOptions,
     ) -> None:
         self._new_id = new_id
-        self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)
+        self._decoder = SSEDecoder(max_event_bytes=options.max_event_bytes)
         self._seq = 0
         self._out: list[bytes] = []
-        ItemFlow.__init__(self, request, tuple(dialects) if request.extracts else (), dedupe=dedupe)
+        dialects = options.dialects if request.extracts else ()
+        ItemFlow.__init__(self, request, dialects, dedupe=options.dedupe_calls)
         self._response_id: str | None = None
         self._started = False
         self._in_progress = False
@@ -130,9 +130,9 @@ class NativeStream(ItemFlow):
         out, self._out = self._out, []
         return out
 
-    def _take(self, item: object) -> None:
-        if not isinstance(item, Event) or item.data is None or self._decoder.passthrough:
-            self._out.append(item.raw if isinstance(item, Event) else getattr(item, "raw", b""))
+    def _take(self, item: Event | RawBytes) -> None:
+        if isinstance(item, RawBytes) or item.data is None:
+            self._out.append(item.raw)
             return
         payload = loads(item.data)
         if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
