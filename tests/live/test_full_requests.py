@@ -1,8 +1,8 @@
 """A sample of the corpus as full requests (prompt processing and generation) through the
 proxy to the real llama-server, under the templates whose refusals the repairs remove, and
 the server's own Responses and Messages streams through native mode, judged by the strict
-checkers. Generation is capped by the upstream's max_tokens_limit: the prompt is what is
-under test."""
+checkers. Generation is capped (the request's own limit, set where the client set none, and
+the upstream's max_tokens_limit): the prompt is what is under test."""
 
 from __future__ import annotations
 
@@ -51,8 +51,17 @@ def template(build: Build, name: str) -> Path:
     return found
 
 
+LIMIT_KEY: Final = {
+    "responses": "max_output_tokens",
+    "messages": "max_tokens",
+    "completions": "max_tokens",
+}
+
+
 async def send(proxy: TestClient[Any, Any], recorded: Recorded) -> tuple[int, bytes]:
-    resp = await proxy.post(recorded.path, json=recorded.body)
+    # a client that asks for no limit (Codex) would let the tiny model run to its context
+    body = {**recorded.body, LIMIT_KEY[recorded.protocol]: MAX_TOKENS}
+    resp = await proxy.post(recorded.path, json=body)
     return resp.status, await resp.read()
 
 
