@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import pytest
+from aiohttp import ClientSession
 from aiohttp.test_utils import TestClient, TestServer
 
 from proxy.settings import Settings, UpstreamSettings
@@ -89,31 +90,48 @@ async def test_full_requests_through_the_proxy_are_accepted(
         server.__exit__()
 
 
+@pytest.mark.parametrize("name", ["Qwen-Qwen2.5-7B-Instruct", "Qwen3.5-4B"])
 async def test_the_servers_own_responses_and_messages_streams_come_out_canonical(
-    llama_build: Build, tiny_model: Path, tmp_path: Path
+    llama_build: Build, tiny_model: Path, tmp_path: Path, name: str
 ):
-    """Native mode in front of llama-server's /v1/responses and /v1/messages, Qwen2.5's
-    template (the tiny model opens a call there when tools are offered)."""
+    """Native mode in front of llama-server's /v1/responses and /v1/messages: Qwen2.5's
+    template (the tiny model opens a call there when tools are offered), whose streams must
+    pass the strict checkers, and Qwen3.5's, which refuses Codex's request sent to the server
+    directly and takes it through the proxy. (Qwen3.5's native Responses stream carries
+    ``response.reasoning_text.delta`` events the native repairer does not number yet: the
+    native streams are issue 26's, so that template is judged here by acceptance only.)"""
     server = LlamaServer(
-        llama_build,
-        tiny_model,
-        template(llama_build, "Qwen-Qwen2.5-7B-Instruct"),
-        tmp_path / "server.log",
+        llama_build, tiny_model, template(llama_build, name), tmp_path / "server.log"
     )
     await asyncio.to_thread(server.__enter__)
     try:
+        corpus = {r.name: r for r in load(images=False)}
+        if name == "Qwen3.5-4B":
+            direct = {**corpus["codex-first"].body, "max_output_tokens": MAX_TOKENS}
+            async with (
+                ClientSession() as session,
+                session.post(f"{server.url}/v1/responses", json=direct) as resp,
+            ):
+                answer = await resp.read()
+            assert verdict(resp.status, answer)[0] is Verdict.REFUSED, "refused when sent directly"
+            assert b"System message must be at the beginning" in answer
         proxy = await proxy_for(server, responses="native", messages="native")
         try:
-            corpus = {r.name: r for r in load(images=False)}
-            for name in ("codex-first", "codex-tool-result", "sdk-responses-parallel"):
-                status, body = await send(proxy, corpus[name])
-                assert status == 200, (name, body[:500])
-                checked = responses_checker.check(body)
-                assert checked.response is not None, name
-            for name in ("claude-code-first", "claude-code-tool-result", "sdk-messages-parallel"):
-                status, body = await send(proxy, corpus[name])
-                assert status == 200, (name, body[:500])
-                messages_checker.check(body)
+            for recorded in ("codex-first", "codex-tool-result", "sdk-responses-parallel"):
+                status, body = await send(proxy, corpus[recorded])
+                assert verdict(status, body)[0] is not Verdict.REFUSED, (recorded, body[:500])
+                if name == "Qwen-Qwen2.5-7B-Instruct":
+                    checked = responses_checker.check(body)
+                    assert checked.response is not None, recorded
+            for recorded in (
+                "claude-code-first",
+                "claude-code-tool-result",
+                "sdk-messages-parallel",
+            ):
+                status, body = await send(proxy, corpus[recorded])
+                assert verdict(status, body)[0] is not Verdict.REFUSED, (recorded, body[:500])
+                if name == "Qwen-Qwen2.5-7B-Instruct":
+                    messages_checker.check(body)
         finally:
             await proxy.close()
     finally:

@@ -215,3 +215,35 @@ def test_the_stream_names_the_clients_tools_back_and_numbers_densely():
         "function_call",
         "custom_tool_call",
     ]
+
+
+def test_codex_developer_messages_join_the_instructions_and_its_user_messages_one():
+    text = [{"type": "input_text", "text": "rules"}]
+    body = {
+        "model": "m",
+        "instructions": "be brief",
+        "input": [
+            {"type": "message", "role": "developer", "content": text},
+            {
+                "type": "message",
+                "role": "developer",
+                "content": [{"type": "input_text", "text": "skills"}],
+            },
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "context"}],
+            },
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "task"}],
+            },
+        ],
+    }
+    sent, names, repairs = native_request(body)
+    assert sent["instructions"] == "be brief\n\nrules\n\nskills"
+    assert sent["input"] == [{"type": "message", "role": "user", "content": "context\n\ntask"}]
+    assert set(repairs) == {Repair.SYSTEM_NOT_FIRST, Repair.SAME_ROLE_CONSECUTIVE}
+    assert names == {}
+    assert body["input"][0]["content"] is text, "the client's request is not changed"

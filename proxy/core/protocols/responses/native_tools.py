@@ -11,7 +11,11 @@ word (the model never sees them), LM Studio refuses the request (``tools.N.type`
   their outputs, are renamed and reshaped the same way, and so is a ``tool_choice`` naming one;
 * hosted tools (``web_search``, ...) run on OpenAI's side: dropped;
 * ``text`` without a ``format`` (Codex's ``verbosity``) is dropped: LM Studio refuses a
-  ``text`` without ``format`` ("Required", ``text.format``), and no local server reads it.
+  ``text`` without ``format`` ("Required", ``text.format``), and no local server reads it;
+* ``developer`` and ``system`` input messages (Codex sends two) join the ``instructions``,
+  in order, a blank line between, and consecutive user messages become one: the server turns
+  each into a chat message of its own, which templates refuse (Qwen3.5: "System message must
+  be at the beginning."; Mistral: roles must alternate), as request_repairs/roles.py says.
 
 :class:`NamesBack` then gives the client its own tools back in the server's stream: a
 flattened function's call as ``name`` + ``namespace``, a custom tool's call as a
@@ -35,6 +39,9 @@ from proxy.core.sse import Event, RawBytes, SSEDecoder, encode_event
 
 JSONObject = dict[str, Any]
 
+_TEXT_PARTS: Final = frozenset({"input_text", "output_text", "text"})
+_SYSTEM: Final = frozenset({"system", "developer"})
+_USER: Final = frozenset({"user"})
 _ITEM_EVENTS: Final = ("response.output_item.added", "response.output_item.done")
 _TERMINAL: Final = ("response.completed", "response.incomplete", "response.failed")
 
@@ -75,6 +82,8 @@ def native_request(body: JSONObject) -> tuple[JSONObject, Mapping[str, ToolRef],
                 "type": "function",
                 "name": chat.chat_name(name, choice.get("namespace")),
             }
+    if isinstance(out.get("input"), list):
+        _turns(out, repairs)
     text = body.get("text")
     if isinstance(text, dict) and text.get("format") is None:
         del out["text"]
@@ -82,6 +91,51 @@ def native_request(body: JSONObject) -> tuple[JSONObject, Mapping[str, ToolRef],
     if not repairs:
         return body, {}, repairs
     return out, refs, repairs
+
+
+def _message_text(item: JSONObject) -> str | None:
+    """A message item's text, when it holds only text."""
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(
+        isinstance(p, dict) and p.get("type") in _TEXT_PARTS and isinstance(p.get("text"), str)
+        for p in content
+    ):
+        return "".join(p["text"] for p in content)
+    return None
+
+
+def _is_message(item: object, roles: frozenset[str]) -> bool:
+    return (
+        isinstance(item, dict)
+        and item.get("type", "message") == "message"
+        and item.get("role") in roles
+    )
+
+
+def _turns(out: JSONObject, repairs: Counter[str]) -> None:
+    """System and developer messages into the instructions; consecutive user messages as one."""
+    items: list[Any] = out["input"]
+    systems = [i for i in items if _is_message(i, _SYSTEM) and _message_text(i) is not None]
+    if systems:
+        given = out.get("instructions")
+        texts = [given] if isinstance(given, str) and given else []
+        texts += [t for t in (_message_text(i) for i in systems) if t]
+        out["instructions"] = "\n\n".join(texts)
+        items = [i for i in items if not any(i is s for s in systems)]
+        repairs[Repair.SYSTEM_NOT_FIRST] = 1
+    merged: list[Any] = []
+    for item in items:
+        if merged and _is_message(item, _USER) and _is_message(merged[-1], _USER):
+            before, now = _message_text(merged[-1]), _message_text(item)
+            if before is not None and now is not None:
+                merged[-1] = {**merged[-1], "content": f"{before}\n\n{now}"}
+                repairs[Repair.SAME_ROLE_CONSECUTIVE] = 1
+                continue
+        merged.append(item)
+    if systems or len(merged) != len(out["input"]):
+        out["input"] = merged
 
 
 def _item(item: object, tools: ChatTools) -> object:
