@@ -6,7 +6,7 @@ results, a multi-turn conversation, an image, a pydantic tool with an Optional f
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 import anthropic
 import openai
@@ -23,7 +23,7 @@ class Weather(BaseModel):
     unit: str | None = None
 
 
-WEATHER: Final = {
+WEATHER: Final[dict[str, Any]] = {
     "type": "function",
     "function": {
         "name": "get_weather",
@@ -38,7 +38,7 @@ WEATHER: Final = {
         },
     },
 }
-TIME: Final = {
+TIME: Final[dict[str, Any]] = {
     "type": "function",
     "function": {
         "name": "get_time",
@@ -58,10 +58,10 @@ def _openai(base_url: str) -> openai.OpenAI:
 
 def chat_parallel(base_url: str) -> None:
     """A turn of two parallel calls and their two results, as the openai SDK sends them."""
-    _openai(base_url).chat.completions.create(
+    stream: Any = _openai(base_url).chat.completions.create(
         model="m",
         stream=True,
-        tools=[WEATHER, TIME],  # type: ignore[list-item]
+        tools=[WEATHER, TIME],
         messages=[
             {"role": "system", "content": "You are a helpful assistant."},
             {"role": "user", "content": "Weather in Paris and the time in CET?"},
@@ -84,13 +84,14 @@ def chat_parallel(base_url: str) -> None:
             {"role": "tool", "tool_call_id": "call_weather_1", "content": "18 C, cloudy"},
             {"role": "tool", "tool_call_id": "call_time_2", "content": "14:05"},
         ],
-    ).close()
+    )
+    stream.close()
 
 
 def chat_multi_turn(base_url: str) -> None:
     """A developer message, then user and assistant turns, the last user turn in parts, and a
     pydantic tool (its Optional field is an anyOf of string and null)."""
-    _openai(base_url).chat.completions.create(
+    stream: Any = _openai(base_url).chat.completions.create(
         model="m",
         stream=True,
         tools=[openai.pydantic_function_tool(Weather, name="get_weather")],
@@ -103,11 +104,12 @@ def chat_multi_turn(base_url: str) -> None:
                 "content": [{"type": "text", "text": "What is the weather in Tokyo?"}],
             },
         ],
-    ).close()
+    )
+    stream.close()
 
 
 def chat_image(base_url: str) -> None:
-    _openai(base_url).chat.completions.create(
+    stream: Any = _openai(base_url).chat.completions.create(
         model="m",
         stream=True,
         messages=[
@@ -119,18 +121,19 @@ def chat_image(base_url: str) -> None:
                 ],
             }
         ],
-    ).close()
+    )
+    stream.close()
 
 
 def responses_parallel(base_url: str) -> None:
     """Instructions, a developer item, two parallel function calls and their outputs."""
-    _openai(base_url).responses.create(
+    stream: Any = _openai(base_url).responses.create(
         model="m",
         stream=True,
         instructions="You are a helpful assistant.",
         tools=[
-            {**WEATHER["function"], "type": "function", "strict": False},  # type: ignore[list-item]
-            {**TIME["function"], "type": "function", "strict": False},  # type: ignore[list-item]
+            {**WEATHER["function"], "type": "function", "strict": False},
+            {**TIME["function"], "type": "function", "strict": False},
         ],
         input=[
             {"role": "developer", "content": "Use the tools."},
@@ -150,17 +153,18 @@ def responses_parallel(base_url: str) -> None:
             {"type": "function_call_output", "call_id": "call_weather_1", "output": "18 C"},
             {"type": "function_call_output", "call_id": "call_time_2", "output": "14:05"},
         ],
-    ).close()
+    )
+    stream.close()
 
 
 def messages_parallel(base_url: str) -> None:
     """Two parallel tool_use blocks and their tool_result blocks, then a text turn."""
     client = anthropic.Anthropic(base_url=base_url, api_key="sk-ant-test", max_retries=0)
-    tools = [
+    tools: list[Any] = [
         {
-            "name": t["function"]["name"],  # type: ignore[index]
-            "description": t["function"]["description"],  # type: ignore[index]
-            "input_schema": t["function"]["parameters"],  # type: ignore[index]
+            "name": t["function"]["name"],
+            "description": t["function"]["description"],
+            "input_schema": t["function"]["parameters"],
         }
         for t in (WEATHER, TIME)
     ]
@@ -168,7 +172,7 @@ def messages_parallel(base_url: str) -> None:
         model="m",
         max_tokens=64,
         system="You are a helpful assistant.",
-        tools=tools,  # type: ignore[arg-type]
+        tools=tools,
         messages=[
             {"role": "user", "content": "Weather in Paris and the time in CET?"},
             {

@@ -123,14 +123,14 @@ async def test_every_template_accepts_the_corpus_through_the_proxy(
     print(json.dumps(report, indent=1))
     assert refused_through == [], "\n".join(refused_through)
     # the repairs matter: before them, these templates refused these agents' requests
-    for template, agent in [
+    for stem, agent in [
         ("Qwen3.5-4B", "codex-first"),
         ("mistralai-Mistral-Nemo-Instruct-2407", "codex-first"),
         ("mistralai-Mistral-Nemo-Instruct-2407", "claude-code-tool-result"),
         ("Mistral-Small-3.2-24B-Instruct-2506", "opencode-tool-result"),
     ]:
-        assert any(line.startswith(agent + ":") for line in refused_direct.get(template, [])), (
-            template,
+        assert any(line.startswith(agent + ":") for line in refused_direct.get(stem, [])), (
+            stem,
             agent,
             refused_direct,
         )
