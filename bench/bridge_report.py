@@ -41,8 +41,8 @@ def translate_table(rows: list[dict[str, Any]]) -> str:
                 theirs = cpu.get((bridge, LITELLM, shape, conc, delay))
                 cells.append(_fmt(theirs / figure if theirs and figure else None, "{:.0f}x"))
         if any(cells):
-            head = f"| {target} | {shape} | {conc} x {delay} ms | {_fmt(chat, '{:.3f}')} | "
-            lines.append(head + " | ".join(cells) + " |")
+            start = f"| {target} | {shape} | {conc} x {delay} ms | {_fmt(chat, '{:.3f}')} | "
+            lines.append(start + " | ".join(cells) + " |")
     if not lines:
         return ""
     names = [b.split("/")[0] for b in bridges]

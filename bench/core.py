@@ -25,13 +25,17 @@ import inspect
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from bench.shapes import LENGTH_SHAPES, NO_TOOLS, SHAPES, TOOLS, model_name, templates
 
 READS = {"1 event": 1, "10 events": 10, "1500 bytes": -1500}
 # the lengths of the second table, in deltas of the one call or in calls
-LENGTHS = {"longcall": (1_000, 10_000, 40_000), "manycalls": (1_000, 4_000, 10_000)}
+LENGTHS: dict[str, tuple[int, ...]] = {
+    "longcall": (1_000, 10_000, 40_000),
+    "manycalls": (1_000, 4_000, 10_000),
+}
 
 
 def stream(shape: str, chunks: int = 100) -> list[bytes]:
@@ -71,18 +75,20 @@ def per_event_us(
         try:
             from proxy.core.protocols.chat.sse_stream import ChatSSEStream as SSERewriter
         except ImportError:  # a checkout from before the name ChatSSEStream
-            from proxy.core.protocols.chat.rewriter import SSERewriter  # type: ignore[no-redef]
+            from proxy.core.protocols.chat.rewriter import (  # type: ignore[no-redef,import-not-found]
+                SSERewriter,
+            )
     except ImportError:  # a checkout from before proxy/core/: the flat layout
-        from proxy.dialects import check_names  # type: ignore[no-redef]
-        from proxy.ids import new_id_factory  # type: ignore[no-redef]
-        from proxy.normalize import (  # type: ignore[no-redef]
+        from proxy.dialects import check_names  # type: ignore[no-redef,import-not-found]
+        from proxy.ids import new_id_factory  # type: ignore[no-redef,import-not-found]
+        from proxy.normalize import (  # type: ignore[no-redef,import-not-found]
             NormalizeOptions,
             RequestInfo,
             StreamNormalizer,
         )
 
         try:
-            from proxy.rewriter import SSERewriter  # type: ignore[no-redef]
+            from proxy.rewriter import SSERewriter  # type: ignore[no-redef,import-not-found]
         except ImportError:  # a checkout from before the rewriter: its pump's loop instead
             SSERewriter = _DecodeEachEvent  # type: ignore[assignment,misc]
 
@@ -109,21 +115,23 @@ def per_event_us(
 class _DecodeEachEvent:
     """What the pump did before the rewriter: every read decoded, every event fed."""
 
-    def __init__(self, normalizer, *, max_event_bytes):
+    # Any: an old checkout's normalizer, whatever its types were.
+    def __init__(self, normalizer: Any, *, max_event_bytes: int) -> None:
         try:
             from proxy.core.sse import SSEDecoder
         except ImportError:
-            from proxy.sse import SSEDecoder  # type: ignore[no-redef]
+            from proxy.sse import SSEDecoder  # type: ignore[no-redef,import-not-found]
 
         self._normalizer = normalizer
         self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)
 
-    def feed(self, chunk):
+    def feed(self, chunk: bytes) -> list[bytes]:
         return [b for item in self._decoder.feed(chunk) for b in self._normalizer.feed(item)]
 
-    def close(self, *, complete):
+    def close(self, *, complete: bool) -> list[bytes]:
         out = [b for item in self._decoder.close() for b in self._normalizer.feed(item)]
-        return out + self._normalizer.close(complete=complete)
+        closing: list[bytes] = self._normalizer.close(complete=complete)
+        return out + closing
 
 
 def best(run: Callable[[], None], repeat: int, clock: Callable[[], float]) -> float:
@@ -147,7 +155,7 @@ def table(shapes: list[str], streams: int, repeat: int) -> str:
 
 
 def length_table(
-    shapes: list[str], repeat: int, lengths: dict[str, tuple[int, ...]] = LENGTHS
+    shapes: list[str], repeat: int, lengths: Mapping[str, tuple[int, ...]] = LENGTHS
 ) -> str:
     lines = [
         "| shape | length | events | "

@@ -53,7 +53,7 @@ def percentile(values: list[int], q: float) -> float | None:
 
 async def _stream(
     session: aiohttp.ClientSession, url: str, body: bytes, expect: int, t: Tally, protocol: str
-):
+) -> None:
     t0 = now_us()
     headers = _MESSAGES_HEADERS if protocol == "messages" else _HEADERS
     async with session.post(url, data=body, headers=headers) as resp:
@@ -79,7 +79,17 @@ async def _stream(
         t.completed += 1
 
 
-async def _worker(session, url, body, expect, deadline, max_requests, delay, t, protocol) -> None:
+async def _worker(
+    session: aiohttp.ClientSession,
+    url: str,
+    body: bytes,
+    expect: int,
+    deadline: int,
+    max_requests: int,
+    delay: float,
+    t: Tally,
+    protocol: str,
+) -> None:
     await asyncio.sleep(delay)
     while t.started < max_requests and now_us() < deadline:
         t.started += 1

@@ -93,6 +93,7 @@ def _responses(model: str, fragments: list[tuple[str, bool]], call: bool) -> lis
     emit("response.created", response=_response(model, "in_progress", []))
     emit("response.in_progress", response=_response(model, "in_progress", []))
     at: dict[str, Any] = {"output_index": 0}
+    item: dict[str, Any]
     if call:
         item = {"id": "fc_bench", "type": "function_call", "status": "in_progress"}
         item |= {"arguments": "", "call_id": "call_bench", "name": "get_weather"}
@@ -107,7 +108,7 @@ def _responses(model: str, fragments: list[tuple[str, bool]], call: bool) -> lis
         item |= {"role": "assistant", "content": []}
         emit("response.output_item.added", **at, item=item)
         at = {"item_id": "msg_bench", **at, "content_index": 0}
-        part = {"type": "output_text", "text": "", "annotations": []}
+        part: dict[str, Any] = {"type": "output_text", "text": "", "annotations": []}
         emit("response.content_part.added", **at, part=part)
         for text, fresh in fragments:
             emit("response.output_text.delta", fresh, **at, delta=text, logprobs=[])
@@ -126,9 +127,11 @@ def _messages(model: str, fragments: list[tuple[str, bool]], call: bool) -> list
     def event(kind: str, fresh: bool = False, **fields: Any) -> SlotTemplate:
         return _sse(kind, {"type": kind, **fields}, fresh)
 
-    message = {"id": "msg_bench", "type": "message", "role": "assistant", "model": model}
+    message: dict[str, Any] = {"id": "msg_bench", "type": "message", "role": "assistant"}
+    message |= {"model": model}
     message |= {"content": [], "stop_reason": None, "stop_sequence": None}
     message |= {"usage": {"input_tokens": 10, "output_tokens": 1}}
+    block: dict[str, Any]
     if call:
         block = {"type": "tool_use", "id": "toolu_bench", "name": "get_weather", "input": {}}
         delta = ("input_json_delta", "partial_json")

@@ -68,7 +68,15 @@ def _check(status: int, data: bytes, stream: bool) -> str | None:
     return None
 
 
-async def _client(session, url, body, stream, deadline, delay, t: Tally) -> None:
+async def _client(
+    session: aiohttp.ClientSession,
+    url: str,
+    body: bytes,
+    stream: bool,
+    deadline: int,
+    delay: float,
+    t: Tally,
+) -> None:
     await asyncio.sleep(delay)
     while now_us() < deadline:
         t.started += 1
@@ -90,7 +98,9 @@ async def _client(session, url, body, stream, deadline, delay, t: Tally) -> None
             t.steady += 1
 
 
-async def run_load(url: str, model: str, answer: str, clients: int, duration: float) -> dict:
+async def run_load(
+    url: str, model: str, answer: str, clients: int, duration: float
+) -> dict[str, Any]:
     stream = answer == "stream"
     messages = [{"role": "user", "content": "What is the weather in Paris?"}]
     body = orjson.dumps({"model": model, "stream": stream, "messages": messages, "tools": TOOLS})

@@ -18,8 +18,10 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -189,7 +191,12 @@ def _restart(target: Target, plan: Plan, upstream: str, workdir: Path) -> None:
     _warm(target, plan)
 
 
-def run(plan: Plan, targets: list[Target], workdir: Path, progress=print) -> dict[str, object]:
+def run(
+    plan: Plan,
+    targets: list[Target],
+    workdir: Path,
+    progress: Callable[[str], object] = print,
+) -> dict[str, Any]:
     """Measure everything (servers' configs and logs go to ``workdir``); returns the raw
     measurements, which report.summarize turns into figures."""
     _raise_fd_limit()
@@ -230,7 +237,7 @@ def run(plan: Plan, targets: list[Target], workdir: Path, progress=print) -> dic
     }
 
 
-def _line(cell: dict[str, object]) -> str:
+def _line(cell: dict[str, Any]) -> str:
     lat = cell.get("latency_ms") or {}
     cpu = cell.get("cpu_s")
     return (

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from typing import Final
+from typing import Any, Final
 
 import orjson
 
@@ -47,7 +47,7 @@ HERMES_CLOSE: Final = ('"}}', "\n", "</tool_call>")
 
 # What the load generator offers the model on every request (but the ``plain`` shape's), as an
 # agent would: a proxy may only turn markup into tool calls when the client offered tools.
-TOOLS: Final = [
+TOOLS: Final[list[dict[str, Any]]] = [
     {
         "type": "function",
         "function": {

@@ -284,8 +284,8 @@ class LiteLLM(Target):
 
     def argv(self, upstream: str, port: int, workdir: Path) -> list[str]:
         config = workdir / "litellm.yaml"  # JSON is YAML
-        route = {"model": "openai/*", "api_base": upstream + "/v1", "api_key": "bench"}
-        route["use_chat_completions_api"] = True
+        route: dict[str, object] = {"model": "openai/*", "api_base": upstream + "/v1"}
+        route |= {"api_key": "bench", "use_chat_completions_api": True}
         config.write_bytes(
             orjson.dumps(
                 {

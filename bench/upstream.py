@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import orjson
 from aiohttp import web
@@ -47,7 +48,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     return resp
 
 
-def native(protocol: str):
+def native(protocol: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """The handler of ``/v1/<protocol>``: chat_completions' schedule, the native events; a
     Responses stream's ends say again the stamps sent before them, so they are kept."""
 

@@ -11,12 +11,15 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import BaseTestServer, TestClient, TestServer
 from hypothesis import HealthCheck, settings
 
 from proxy.settings import Settings, UpstreamSettings
 from proxy.shell.app import create_app
 from proxy.shell.limits import server_options
+
+# The lanes: which tests a bare `pytest` leaves out, and `--lane` to take them in.
+pytest_plugins = ("tests.lanes",)
 
 settings.register_profile(
     "ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -73,6 +76,12 @@ def template_probe(method: str, path: str, headers: Mapping[str, str]) -> bool:
 
 def upstream_url(server: TestServer, prefix: str = "") -> str:
     return f"http://127.0.0.1:{server.port}{prefix}"
+
+
+def port_of(server: BaseTestServer | TestClient[web.Request, web.Application]) -> int:
+    """The port a started server listens on (aiohttp types it optional: None before start)."""
+    assert server.port is not None, "the server has not started"
+    return server.port
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Hypothesis strategies: chat-completion streams with known contents, in quirky shapes.
 
 A stream is drawn as a script (per choice: reasoning and text pieces, calls with name, id and
-argument text, a finish) and a shape (the quirks of one upstream, quirks.md Q1-Q27), then
+argument text, a finish) and a shape (the quirks of one upstream, docs/quirks.md Q1-Q27), then
 rendered to SSE bytes. ``Drawn.script`` is what a client must get back after normalizing.
 """
 
@@ -83,7 +83,7 @@ quirky_shape = st.fixed_dictionaries(
         "container": st.sampled_from(["array", "object"]),  # Q20
         "nameless_opening": st.booleans(),  # Q14
         "args_object": st.booleans(),  # Q19 (whole calls only)
-        "interleave": st.booleans(),  # quirks.md 6.10
+        "interleave": st.booleans(),  # K10
         "empty_tool_calls": st.sampled_from([None, "null", "[]"]),  # Q21
         "text_with_call": st.booleans(),  # rule 5
         "finish": st.sampled_from(
@@ -170,7 +170,7 @@ def _entries(draw, call: Call, number: int, shape: dict[str, Any]) -> list[dict[
         return out
 
     def cont_function(text: str) -> dict[str, Any]:
-        name = {
+        name: dict[str, dict[str, Any]] = {
             "absent": {},
             "same": {"name": call.name},
             "empty": {"name": ""},

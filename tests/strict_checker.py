@@ -1,10 +1,10 @@
 """A strict checker of streamed tool calls, and what a client reconstructs from a stream.
 
-``check`` enforces the tool-call rules of research/clients.md section 2 (rules 6-11, and
-rule 5's "text never shares a delta with a tool-call entry") per choice. It leaves out the
-envelope rules that research/quirks.md section 6 overrides (one choice only, no usage chunk,
-role on the first delta...) and allows what section 6 calls legal: interleaved parallel calls
-(6.10) and a whole call in one delta with complete arguments (6.1). ``form="S2"`` also
+``check`` enforces the tool-call rules of docs/quirks.md's canonical chat stream (rules 6-11,
+and rule 5's "text never shares a delta with a tool-call entry") per choice. It leaves out the
+envelope rules that docs/quirks.md K1-K15 override (one choice only, no usage chunk, role on
+the first delta...) and allows what they call legal: interleaved parallel calls (K10) and a
+whole call in one delta with complete arguments (K1). ``form="S2"`` also
 requires every call to come whole in one delta.
 
 ``reconstruct`` accumulates a stream the way the OpenAI SDKs do for a valid stream: calls by
@@ -26,7 +26,7 @@ _TEXT_KEYS = ("content", "reasoning_content", "reasoning", "refusal")
 
 @dataclass
 class CallSeen:
-    index: int
+    index: Any  # each as the stream sent it
     id: Any
     name: Any
     arguments: list[str] = field(default_factory=list)
@@ -124,7 +124,9 @@ def reconstruct(body: bytes) -> StreamSeen:
 def _accumulate(state: ChoiceSeen, entry: Any) -> None:
     if not isinstance(entry, dict):
         return
-    function = entry.get("function") if isinstance(entry.get("function"), dict) else {}
+    function = entry.get("function")
+    if not isinstance(function, dict):
+        function = {}
     index = entry.get("index")
     call = next((c for c in state.calls if c.index == index), None)
     args = function.get("arguments")

@@ -32,7 +32,7 @@ FORBIDDEN = {
 
 def imported_names(path: Path) -> set[str]:
     """Every imported module, by its root and, for the proxy's own, its first two levels."""
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         modules: list[str] = []
         if isinstance(node, ast.Import):
@@ -75,7 +75,7 @@ def test_the_calls_know_no_protocol(path: Path) -> None:
 
 
 def _imported_modules(path: Path) -> set[str]:
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)

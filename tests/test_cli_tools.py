@@ -374,9 +374,11 @@ async def test_probe_reports_each_upstreams_quirks_as_a_table(
     assert rows[0] == ["UPSTREAM", "MODEL", "RESULT", "TOOL CALLS", "QUIRKS (repairs)"]
     by_name = {row[0]: row for row in rows[1:]}
     assert by_name["old"][1:4] == ["qwen-old", "ok", "1"]
-    quirks = dict(
-        re.fullmatch(r"(.+) \((\d+)\)", q).groups() for q in by_name["old"][4].split(", ")
-    )  # type: ignore[union-attr]
+    quirks = {}
+    for quirk in by_name["old"][4].split(", "):
+        named = re.fullmatch(r"(.+) \((\d+)\)", quirk)
+        assert named, quirk
+        quirks[named[1]] = named[2]
     assert {"id-inside-function", "name-repeated", "type-missing"} <= set(quirks)
     assert by_name["new"][1:] == ["qwen-new", "ok", "1", "args-in-first-delta (1)"]
     assert by_name["text"][1:] == ["tiny", "ok", "0", "none"]

@@ -18,7 +18,7 @@ from aiohttp import ClientResponse, web
 
 from proxy.core.sse import SSEDecoder
 from proxy.settings import UpstreamSettings
-from tests.conftest import StartProxy, StartUpstream, upstream_url
+from tests.conftest import StartProxy, StartUpstream, port_of, upstream_url
 from tests.raw_upstream import CHUNKED, SSE_HEAD, Conn, raw_upstream
 from tests.sockets import open_connections_to, queued_bytes
 from tests.streams import recorded
@@ -97,8 +97,8 @@ async def test_many_client_disconnects_leave_no_task_connection_or_buffer_behind
     )
 
     async def client(model: str, when: str, how: str) -> None:
-        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
-        writer.write(request_bytes(proxy.port, {"model": model, "stream": True, "when": when}))
+        reader, writer = await asyncio.open_connection("127.0.0.1", port_of(proxy))
+        writer.write(request_bytes(port_of(proxy), {"model": model, "stream": True, "when": when}))
         await writer.drain()
         if when == "before-head":
             await wait_until(lambda: endless.running > 0)
@@ -129,8 +129,8 @@ async def test_many_client_disconnects_leave_no_task_connection_or_buffer_behind
     await wait_until(lambda: endless.cancelled == total)
     await wait_until(lambda: len(asyncio.all_tasks()) <= baseline_tasks)
     assert len(asyncio.all_tasks()) == baseline_tasks
-    await wait_until(lambda: open_connections_to(upstream.port) == 0)
-    assert live_upstream_responses(upstream.port) == []
+    await wait_until(lambda: open_connections_to(port_of(upstream)) == 0)
+    assert live_upstream_responses(port_of(upstream)) == []
 
 
 def content_event(size: int) -> bytes:
@@ -184,13 +184,15 @@ async def test_slow_client_gets_backpressure_not_a_growing_buffer(
         client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 << 10)
         client.setblocking(False)
         loop = asyncio.get_running_loop()
-        await loop.sock_connect(client, ("127.0.0.1", proxy.port))
-        await loop.sock_sendall(client, request_bytes(proxy.port, {"model": "m", "stream": True}))
+        await loop.sock_connect(client, ("127.0.0.1", port_of(proxy)))
+        await loop.sock_sendall(
+            client, request_bytes(port_of(proxy), {"model": "m", "stream": True})
+        )
         await wait_until(lambda: upstream.conns and written > 0)
         conn = upstream.conns[0]
         proxy_side = conn.writer.get_extra_info("peername")[1]
         client_side = client.getsockname()[1]
-        paths = ((upstream.port, proxy_side), (proxy.port, client_side))
+        paths = ((upstream.port, proxy_side), (port_of(proxy), client_side))
 
         read = 0
         held_max = 0
@@ -228,9 +230,9 @@ async def test_a_client_that_stops_reading_is_dropped_after_the_client_write_tim
             ),
             timeouts={"client_write": 0.5},
         )
-        _, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        _, writer = await asyncio.open_connection("127.0.0.1", port_of(proxy))
         writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        writer.write(request_bytes(proxy.port, {"model": "m", "stream": True}))
+        writer.write(request_bytes(port_of(proxy), {"model": "m", "stream": True}))
         await writer.drain()
         await wait_until(lambda: bool(upstream.conns))
         # The client reads nothing from here on.

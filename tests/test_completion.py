@@ -35,7 +35,8 @@ def fix(body: bytes, request: Any = None) -> tuple[bytes, Any]:
 
 
 def choice_of(body: bytes) -> dict[str, Any]:
-    return json.loads(body)["choices"][0]
+    choice: dict[str, Any] = json.loads(body)["choices"][0]
+    return choice
 
 
 CANONICAL_CALL = {

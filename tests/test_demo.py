@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 from proxy.tools.demo import accumulate
 
@@ -53,7 +54,7 @@ def test_demo_text_output_names_each_stream():
 
 
 def test_a_call_with_a_repeated_id_or_no_index_is_not_recovered():
-    chunk = {
+    chunk: dict[str, Any] = {
         "choices": [
             {
                 "index": 0,

@@ -22,10 +22,11 @@ import pytest
 import yaml
 from yarl import URL
 
+from proxy import __version__
 from proxy.cli import build_parser, main
 from proxy.settings import Settings, load_settings
 from proxy.shell.app import OWN_PREFIX, create_app
-from tests.conftest import StartProxy, StartUpstream
+from tests.conftest import StartProxy, StartUpstream, port_of
 from tests.test_failures import free_port
 from tests.test_readiness import models_app
 
@@ -33,7 +34,7 @@ ROOT = Path(__file__).parent.parent
 DEPLOY = ROOT / "deploy"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 [(SCRIPT, SCRIPT_TARGET)] = PYPROJECT["project"]["scripts"].items()
-VERSION = PYPROJECT["project"]["version"]
+VERSION = __version__
 CONFIG_PATH = "/etc/toolcall-proxy/proxy.toml"
 PROXY_IMAGE = f"toolcall-proxy:{VERSION}"
 # docker-compose.standin.yml overrides docker-compose.yml (tests/container/test_compose.py).
@@ -71,7 +72,9 @@ def dockerfile_env() -> dict[str, str]:
     env: dict[str, str] = {}
     for key, value in dockerfile_instructions():
         if key == "ENV":
-            env.update(pair.split("=", 1) for pair in shlex.split(value))
+            for pair in shlex.split(value):
+                name, setting = pair.split("=", 1)
+                env[name] = setting
     return env
 
 
@@ -95,13 +98,12 @@ def test_dockerfile_listens_everywhere_on_the_exposed_port() -> None:
     env = dockerfile_env()
     assert env["TOOLCALL_PROXY_HOST"] == "0.0.0.0"
     assert int(env["TOOLCALL_PROXY_PORT"]) == image_port()
-    settings = Settings(
-        **{
-            k.removeprefix("TOOLCALL_PROXY_").lower(): v
-            for k, v in env.items()
-            if k.startswith("TOOLCALL_PROXY_")
-        }
-    )
+    overrides: dict[str, Any] = {
+        k.removeprefix("TOOLCALL_PROXY_").lower(): v
+        for k, v in env.items()
+        if k.startswith("TOOLCALL_PROXY_")
+    }
+    settings = Settings(**overrides)
     assert (settings.host, settings.port) == ("0.0.0.0", image_port())
 
 
@@ -138,7 +140,7 @@ async def test_dockerfile_healthcheck_asks_the_proxys_health_endpoint(
     assert command[:2] == ["python", "-c"]
     assert "/-/health" in command[2]
     proxy = await start_proxy(await start_upstream(models_app()))
-    assert await run_python(command[2], port=proxy.server.port) == 0
+    assert await run_python(command[2], port=port_of(proxy.server)) == 0
     assert await run_python(command[2], port=free_port()) != 0
 
 
@@ -247,9 +249,8 @@ def manifests(path: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 def proxy_container(deployment: dict[str, Any]) -> dict[str, Any]:
-    [container] = [
-        c for c in deployment["spec"]["template"]["spec"]["containers"] if c["image"] == PROXY_IMAGE
-    ]
+    containers: list[dict[str, Any]] = deployment["spec"]["template"]["spec"]["containers"]
+    [container] = [c for c in containers if c["image"] == PROXY_IMAGE]
     return container
 
 

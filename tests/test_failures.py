@@ -204,6 +204,7 @@ async def test_client_disconnect_cancels_the_upstream_request(
         except asyncio.CancelledError:
             upstream_saw_close.set()
             raise
+        return response
 
     app = web.Application()
     app.router.add_post(CHAT, slow)

@@ -48,7 +48,8 @@ def normalize(case: dict[str, Any], form: str, pieces: list[bytes] | bytes | Non
 
 
 def expected_path(case: dict[str, Any], form: str) -> Path:
-    return GOLDEN / (case["name"] + FORMS[form])
+    name: str = case["name"]
+    return GOLDEN / (name + FORMS[form])
 
 
 cases = pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])

@@ -54,13 +54,13 @@ def both_ways(body: bytes, monkeypatch: pytest.MonkeyPatch, group: int = 1) -> t
     kept = parsed = 0
     keep, take = ChoiceNormalizer.keep_markup_args, ChoiceNormalizer.take_markup_args
 
-    def counting_keep(self, call, text):  # type: ignore[no-untyped-def]
+    def counting_keep(self, call, text):
         nonlocal kept
         taken = keep(self, call, text)
         kept += taken
         return taken
 
-    def counting_take(self, choice, source):  # type: ignore[no-untyped-def]
+    def counting_take(self, choice, source):
         nonlocal parsed
         pieces = take(self, choice, source)
         parsed += pieces is not None

@@ -69,7 +69,7 @@ def reference(body: bytes, model: str, *, complete: bool) -> tuple[bytes, list[s
     """What the core makes of ``body`` with the proxy's options for ``model``."""
     settings = Settings(
         upstreams=[UpstreamSettings(name=model, url="http://x", output=OUTPUTS[model])],
-        limits=LIMITS,  # type: ignore[arg-type]
+        limits=LIMITS,
     )
     options = upstream_options(settings.upstreams[0], settings)
     out, normalizer = run(body, options=options, request=RequestInfo(), complete=complete)

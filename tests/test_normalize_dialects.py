@@ -8,6 +8,7 @@ the dialect in its repair record and fails open.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -30,7 +31,7 @@ TOOLS = {"tools": [{"type": "function", "function": {"name": "get_weather"}}]}
 ON = UpstreamOptions(dialects=("hermes",))
 
 
-def event(delta: dict[str, object], finish: str | None = None) -> bytes:
+def event(delta: Mapping[str, object], finish: str | None = None) -> bytes:
     choice = {"index": 0, "delta": delta, "finish_reason": finish}
     return b"data: " + json.dumps({**ENVELOPE, "choices": [choice]}).encode() + b"\n\n"
 

@@ -5,12 +5,13 @@ same call twice in a row (``dedupe_calls``)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.chat.normalize import RequestInfo
+from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from tests.normalize_helpers import bytewise, random_cuts, run
 from tests.strict_checker import check, reconstruct
 
@@ -19,12 +20,12 @@ TOOLS = {"tools": [{"type": "function", "function": {"name": "get_weather"}}]}
 FORMS = pytest.mark.parametrize("coalesce", [False, True], ids=["S1", "S2"])
 
 
-def event(delta: dict[str, object], finish: str | None = None) -> bytes:
+def event(delta: Mapping[str, object], finish: str | None = None) -> bytes:
     choice = {"index": 0, "delta": delta, "finish_reason": finish}
     return b"data: " + json.dumps({**ENVELOPE, "choices": [choice]}).encode() + b"\n\n"
 
 
-def body(*deltas: dict[str, object], finish: str = "tool_calls") -> bytes:
+def body(*deltas: Mapping[str, object], finish: str = "tool_calls") -> bytes:
     head = event({"role": "assistant", "content": None})
     return head + b"".join(map(event, deltas)) + event({}, finish) + b"data: [DONE]\n\n"
 
@@ -38,7 +39,9 @@ def args(index: int, text: str) -> dict[str, object]:
     return {"tool_calls": [{"index": index, "function": {"arguments": text}}]}
 
 
-def normalize(data: bytes | list[bytes], request: Any = TOOLS, **options: Any):
+def normalize(
+    data: bytes | list[bytes], request: Any = TOOLS, **options: Any
+) -> tuple[bytes, StreamNormalizer]:
     return run(data, options=UpstreamOptions(**options), request=RequestInfo.from_body(request))
 
 

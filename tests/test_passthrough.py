@@ -231,7 +231,7 @@ async def test_large_request_body_streams_through_without_json(
     app.router.add_post("/v1/audio/transcriptions", handler)
     proxy = await start_proxy(await start_upstream(app))
 
-    async def body():  # type: ignore[no-untyped-def]
+    async def body():
         for _ in range(80):
             yield b"\0" * (1 << 20)
 

@@ -4,6 +4,7 @@ the default) the dialects whose models write their calls in their reasoning (Min
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,7 @@ MINIMAX = (
 HERMES = '<tool_call>\n{"name": "get_weather", "arguments": {"location": "Paris"}}\n</tool_call>'
 
 
-def event(delta: dict[str, object], finish: str | None = None) -> bytes:
+def event(delta: Mapping[str, object], finish: str | None = None) -> bytes:
     choice = {"index": 0, "delta": delta, "finish_reason": finish}
     return b"data: " + json.dumps({**ENVELOPE, "choices": [choice]}).encode() + b"\n\n"
 

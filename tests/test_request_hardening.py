@@ -51,7 +51,7 @@ Proxy = TestClient[web.Request, web.Application]
 
 
 @pytest.fixture
-def proxy_with(start_upstream: StartUpstream, start_proxy: StartProxy):  # type: ignore[no-untyped-def]
+def proxy_with(start_upstream: StartUpstream, start_proxy: StartProxy):
     async def start(**settings: object) -> tuple[Upstream, Proxy]:
         upstream = Upstream()
         return upstream, await start_proxy(await start_upstream(upstream.app()), **settings)
@@ -99,7 +99,7 @@ async def first_status(port: int, data: bytes) -> int:
 )
 async def test_a_request_head_that_does_not_arrive_in_time_closes_the_connection(
     sent: bytes, proxy_with
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     upstream, proxy = await proxy_with(timeouts={"request_headers": 1})
     answer, took = await exchange(proxy.port, sent)
     assert answer == b""
@@ -109,7 +109,7 @@ async def test_a_request_head_that_does_not_arrive_in_time_closes_the_connection
 
 async def test_a_body_that_stops_arriving_is_408_and_the_connection_is_closed(
     proxy_with,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     upstream, proxy = await proxy_with(timeouts={"request_body": 1})
     head = (
         b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
@@ -128,7 +128,7 @@ async def test_a_body_that_stops_arriving_is_408_and_the_connection_is_closed(
 
 async def test_a_declared_length_over_the_limit_is_413_before_the_body_is_sent(
     proxy_with,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     upstream, proxy = await proxy_with(
         limits={"max_request_body_bytes": 4096}, timeouts={"request_body": 30}
     )
@@ -142,7 +142,7 @@ async def test_a_declared_length_over_the_limit_is_413_before_the_body_is_sent(
 
 async def test_a_client_that_asks_before_sending_is_invited_only_under_the_limit(
     proxy_with,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """``Expect: 100-continue`` (curl's way for bodies over 1 MiB): a length over the limit
     gets its 413 instead of "100 Continue", so the client never sends the body."""
     upstream, proxy = await proxy_with(limits={"max_request_body_bytes": 4096})
@@ -176,7 +176,7 @@ _CHUNK_OF_1000 = b"3e8\r\n" + b"x" * 1000 + b"\r\n"
 
 async def test_a_chunked_body_is_413_as_soon_as_it_passes_the_limit(
     proxy_with,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     upstream, proxy = await proxy_with(
         limits={"max_request_body_bytes": 4096}, timeouts={"request_body": 30}
     )
@@ -187,7 +187,7 @@ async def test_a_chunked_body_is_413_as_soon_as_it_passes_the_limit(
 
 async def test_a_chunked_body_that_arrived_whole_is_413_when_over_the_limit(
     proxy_with,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """A body already buffered to its end is read without a timer; its size still counts."""
     upstream, proxy = await proxy_with(
         limits={"max_request_body_bytes": 4096}, timeouts={"request_body": 30}
@@ -199,7 +199,7 @@ async def test_a_chunked_body_that_arrived_whole_is_413_when_over_the_limit(
 
 async def test_uploads_stream_through_whatever_their_size(
     proxy_with,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """The limit is for bodies the proxy reads; an upload's size is the upstream's business."""
     upstream, proxy = await proxy_with(limits={"max_request_body_bytes": 4096})
     for content_type in ("multipart/form-data; boundary=b", "application/octet-stream"):
@@ -213,7 +213,7 @@ async def test_uploads_stream_through_whatever_their_size(
 @pytest.mark.filterwarnings("ignore:Sending a large body directly:ResourceWarning")
 async def test_a_json_body_is_held_once_not_parsed_and_kept(
     proxy_with,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """The proxy holds the body it forwards once: no parsed copy while the upstream works,
     and no copy of the unsent rest in the socket's buffer while the upstream reads slowly."""
     upstream, proxy = await proxy_with()
@@ -243,7 +243,7 @@ async def test_a_json_body_is_held_once_not_parsed_and_kept(
 )
 async def test_requests_that_are_not_http1_are_400_and_never_forwarded(
     request_head: bytes, proxy_with
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     upstream, proxy = await proxy_with()
     answer, _ = await exchange(proxy.port, request_head)
     assert status_of(answer) == 400
@@ -253,7 +253,7 @@ async def test_requests_that_are_not_http1_are_400_and_never_forwarded(
 
 async def test_connect_is_405_with_allow_and_never_forwarded(
     proxy_with,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     upstream, proxy = await proxy_with()
     answer, _ = await exchange(proxy.port, b"CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: x\r\n\r\n")
     assert status_of(answer) == 405
@@ -273,7 +273,7 @@ async def test_connect_is_405_with_allow_and_never_forwarded(
 )
 async def test_a_malformed_request_is_400_and_logs_one_line_without_a_traceback(
     request_bytes: bytes, proxy_with, caplog: pytest.LogCaptureFixture
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     upstream, proxy = await proxy_with()
     with caplog.at_level(logging.DEBUG):
         answer, _ = await exchange(proxy.port, request_bytes)

@@ -8,6 +8,7 @@ from proxy.core.markup import check_names
 from proxy.core.markup.extractor import MarkupExtractor
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat import normalize
+from proxy.core.protocols.chat.chunks import loads
 from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.sse import Event, RawBytes, SSEDecoder
@@ -90,11 +91,10 @@ def test_text_without_markup_does_not_reach_the_extractor(monkeypatch: pytest.Mo
 
 def count_parses(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     parsed: list[bytes] = []
-    real = normalize.loads
 
     def spy(data: bytes | str) -> object:
         parsed.append(data if isinstance(data, bytes) else data.encode())
-        return real(data)
+        return loads(data)
 
     monkeypatch.setattr(normalize, "loads", spy)
     return parsed

@@ -22,7 +22,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from proxy.core.errors import ConfigError
 from proxy.settings import UpstreamSettings, load_settings
 from proxy.shell.auth import ClientKeys
-from tests.conftest import StartProxy, StartUpstream, template_probe, upstream_url
+from tests.conftest import StartProxy, StartUpstream, port_of, template_probe, upstream_url
 from tests.raw_upstream import Conn, raw_upstream
 
 
@@ -105,9 +105,10 @@ async def test_absolute_form_request_targets_are_refused(
 ) -> None:
     recorder, canary_server = canary
     upstream, proxy = await proxy_to_recorder()
-    target = target.replace(b"{canary}", b"127.0.0.1:%d" % canary_server.port)
+    target = target.replace(b"{canary}", b"127.0.0.1:%d" % port_of(canary_server))
     answer = await raw_request(
-        proxy.port, b"GET " + target + b" HTTP/1.1\r\nHost: 127.0.0.1:%d" % canary_server.port
+        port_of(proxy),
+        b"GET " + target + b" HTTP/1.1\r\nHost: 127.0.0.1:%d" % port_of(canary_server),
     )
     assert answer[0] == status
     if status == 400:
@@ -131,8 +132,8 @@ async def test_authority_and_asterisk_form_targets_are_refused(
 ) -> None:
     recorder, canary_server = canary
     upstream, proxy = await proxy_to_recorder()
-    line = request_line.replace(b"{canary}", b"%d" % canary_server.port)
-    status, _, _ = await raw_request(proxy.port, line + b"\r\nHost: x")
+    line = request_line.replace(b"{canary}", b"%d" % port_of(canary_server))
+    status, _, _ = await raw_request(port_of(proxy), line + b"\r\nHost: x")
     assert status in statuses
     assert recorder.seen == upstream.seen == []
 
@@ -151,12 +152,12 @@ async def test_the_host_header_never_chooses_where_a_request_goes(
     upstream = Recorder()
     upstream_server = await start_upstream(upstream.app())
     proxy = await start_proxy(upstream_server)
-    host = host.replace(b"{canary}", b"%d" % canary_server.port)
+    host = host.replace(b"{canary}", b"%d" % port_of(canary_server))
     status, _, body = await raw_request(
-        proxy.port,
+        port_of(proxy),
         b"GET /v1/props HTTP/1.1\r\nHost: "
         + host
-        + b"\r\nX-Forwarded-Host: 127.0.0.1:%d" % canary_server.port,
+        + b"\r\nX-Forwarded-Host: 127.0.0.1:%d" % port_of(canary_server),
     )
     assert (status, body) == (200, b"upstream")
     assert recorder.seen == []
@@ -185,7 +186,7 @@ async def test_paths_that_climb_out_of_the_upstream_prefix_are_refused(
     upstream = Recorder()
     server = await start_upstream(upstream.app())
     proxy = await start_proxy(UpstreamSettings(name="u", url=upstream_url(server, "/engine")))
-    status, _, body = await raw_request(proxy.port, b"GET " + path + b" HTTP/1.1\r\nHost: x")
+    status, _, body = await raw_request(port_of(proxy), b"GET " + path + b" HTTP/1.1\r\nHost: x")
     assert status == 400
     assert b"dot segments" in body
     assert upstream.seen == []
@@ -202,7 +203,7 @@ async def test_odd_but_harmless_paths_stay_under_the_upstream_prefix(
     upstream = Recorder()
     server = await start_upstream(upstream.app())
     proxy = await start_proxy(UpstreamSettings(name="u", url=upstream_url(server, "/engine")))
-    status, _, _ = await raw_request(proxy.port, b"GET " + path + b" HTTP/1.1\r\nHost: x")
+    status, _, _ = await raw_request(port_of(proxy), b"GET " + path + b" HTTP/1.1\r\nHost: x")
     assert status == 200
     assert upstream.seen[0][0] == "/engine" + path.decode()
     assert recorder.seen == []
@@ -236,7 +237,7 @@ async def test_requests_with_ambiguous_framing_are_refused_not_forwarded(
     upstream, proxy = await proxy_to_recorder()
     body = b'{"model": "m"}'
     status, _, _ = await raw_request(
-        proxy.port,
+        port_of(proxy),
         b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" + framing,
         b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body) if b"chunked" in framing else body,
     )
@@ -322,7 +323,7 @@ async def test_health_stays_open_and_nothing_else_does(
     assert (await proxy.get("/-/health")).status == 200
     assert (await proxy.get("/-/health?verbose=1")).status == 200
     for path in (b"//-/health", b"/-/health/", b"/-/healthz", b"/-/unknown", b"/-/Health"):
-        status, _, _ = await raw_request(proxy.port, b"GET " + path + b" HTTP/1.1\r\nHost: x")
+        status, _, _ = await raw_request(port_of(proxy), b"GET " + path + b" HTTP/1.1\r\nHost: x")
         assert status == 401, path
     assert upstream.seen == []
 
@@ -408,7 +409,7 @@ async def test_each_upstream_gets_only_its_own_key_replacing_every_client_value(
     for model in "abc":
         body = b'{"model": "%s"}' % model.encode()
         status, _, _ = await raw_request(
-            proxy.port,
+            port_of(proxy),
             b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
             b"\r\nAuthorization: Bearer client-one\r\nauthorization: Bearer client-two"
             b"\r\nContent-Length: %d" % len(body),
@@ -431,7 +432,7 @@ async def test_an_upstream_redirect_is_returned_never_followed_with_credentials(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     recorder, canary_server = canary
-    location = f"http://127.0.0.1:{canary_server.port}/steal"
+    location = f"http://127.0.0.1:{port_of(canary_server)}/steal"
 
     async def redirect(request: web.Request) -> web.Response:
         raise web.HTTPFound(location)
@@ -499,7 +500,7 @@ async def test_a_request_body_over_the_limit_is_413_without_reaching_the_upstrea
     assert resp.status == 413
     assert (await resp.json())["error"]["code"] == 413
 
-    async def chunked_body():  # type: ignore[no-untyped-def]
+    async def chunked_body():
         for _ in range(10):
             yield b"x" * 1000
 
@@ -526,7 +527,7 @@ async def test_request_line_and_headers_are_capped_by_max_header_bytes(
     head: bytes, limit: int, status: int, proxy_to_recorder: ProxyToRecorder
 ) -> None:
     upstream, proxy = await proxy_to_recorder(limits={"max_header_bytes": limit})
-    assert (await raw_request(proxy.port, head))[0] == status
+    assert (await raw_request(port_of(proxy), head))[0] == status
     assert len(upstream.seen) == (status == 200)
 
 
@@ -617,7 +618,7 @@ async def test_hop_by_hop_request_headers_never_reach_the_upstream(
     upstream, proxy = await proxy_to_recorder()
     body = b'{"model": "m"}'
     status, _, _ = await raw_request(
-        proxy.port,
+        port_of(proxy),
         b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
         b"Transfer-Encoding: chunked\r\n" + HOP_REQUEST_HEADERS,
         b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body),
@@ -647,7 +648,7 @@ async def test_hop_by_hop_response_headers_never_reach_the_client(
     async with raw_upstream(script) as upstream:
         proxy = await start_proxy(UpstreamSettings(name="u", url=upstream.url))
         status, raw_headers, content = await raw_request(
-            proxy.port, b"GET /props HTTP/1.1\r\nHost: x"
+            port_of(proxy), b"GET /props HTTP/1.1\r\nHost: x"
         )
     headers = header_lines(raw_headers)
     assert (status, content) == (200, body)

@@ -178,7 +178,7 @@ sse_lines = st.one_of(
     st.builds(
         lambda s: b"data: " + s.encode(),
         st.text(
-            alphabet=st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)),
+            alphabet=st.characters(blacklist_characters="\r\n", blacklist_categories=["Cs"]),
             max_size=12,
         ),
     ),

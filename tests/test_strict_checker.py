@@ -45,7 +45,7 @@ def more(text, index=0):
     return {"tool_calls": [{"index": index, "function": {"arguments": text}}]}
 
 
-FINISH = ({}, "tool_calls")
+FINISH: tuple[dict[str, Any], str] = ({}, "tool_calls")
 GOOD = stream({"role": "assistant"}, opening(), more('{"a":'), more("1}"), FINISH)
 
 

@@ -174,7 +174,7 @@ def test_the_fragment_hot_path_asks_the_table(monkeypatch, table_says_stream):
     processed = 0
     process = ChoiceNormalizer.process
 
-    def counting(self, *args):  # type: ignore[no-untyped-def]
+    def counting(self, *args):
         nonlocal processed
         processed += 1
         return process(self, *args)

@@ -3,6 +3,8 @@ once per upstream from the settings (issue 26 item 2)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from proxy.core.options import UpstreamOptions
 from proxy.settings import Settings, UpstreamSettings
 from proxy.shell.app import build_upstreams
@@ -29,7 +31,11 @@ def test_each_upstream_gets_its_own_options_with_the_limits():
         },
     )
     upstreams = build_upstreams(settings)
-    limits = {"max_event_bytes": 2048, "max_held_bytes": 4096, "max_response_body_bytes": 8192}
+    limits: dict[str, Any] = {
+        "max_event_bytes": 2048,
+        "max_held_bytes": 4096,
+        "max_response_body_bytes": 8192,
+    }
     assert upstreams["a"].normalize == UpstreamOptions(
         coalesce=True,
         dialects=("hermes",),

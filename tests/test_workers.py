@@ -68,7 +68,7 @@ class Workers:
     def text(self) -> str:
         return self.log.read_text(errors="replace")
 
-    async def wait_for(self, pattern: str, count: int = 1) -> list[str]:
+    async def wait_for(self, pattern: str, count: int = 1) -> list[Any]:
         async with asyncio.timeout(30):
             while len(found := re.findall(pattern, self.text())) < count:
                 assert self.process.returncode is None, self.text()

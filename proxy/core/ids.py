@@ -1,7 +1,7 @@
 """Tool-call ids for calls whose upstream sent none.
 
 Nine ASCII letters and digits: Mistral rejects any other id on the next request
-(research/quirks.md section 6.3), and every other client accepts it. One factory serves one
+(docs/quirks.md K3), and every other client accepts it. One factory serves one
 response; it never repeats an id. The normalizer receives the factory (the shell's draws from
 ``secrets``: proxy/shell/random_ids.py), so the core itself stays free of randomness and tests
 inject a deterministic one.

@@ -1,8 +1,8 @@
 """The registry of repair kinds: every change the normalizer can make, and what it detects.
 
-The names are the short names of research/quirks.md (its Q numbers are in the comments), so a
-metric labelled ``kind="name-repeated"`` leads straight to the evidence. Kinds without a Q
-number come from the canonical form of research/clients.md section 2 or from failing open.
+The names are the short names of docs/quirks.md (its numbers are in the comments), so a
+metric labelled ``kind="name-repeated"`` leads straight to the evidence. Kinds without a
+number come from the canonical chat stream's rules there or from failing open.
 The metrics code enumerates :class:`Repair`; the normalizers count ``Repair`` values (plain
 strings) in a ``Counter[str]``.
 """
@@ -17,7 +17,7 @@ from proxy.core.markup.base import Extractor
 
 
 class Repair(StrEnum):
-    # Tool-call entries (quirks.md section 3)
+    # Tool-call entries (docs/quirks.md Q1-Q34, N1-N9)
     NAME_REPEATED = "name-repeated"  # Q1
     NAME_BOGUS = "name-empty-or-bogus-on-continuation"  # Q2
     ID_INSIDE_FUNCTION = "id-inside-function"  # Q3
@@ -43,7 +43,7 @@ class Repair(StrEnum):
     PARAMETERS_NOT_ARGUMENTS = "parameters-instead-of-arguments"  # N2 (TGI 1.4)
     TOOL_CALLS_BESIDE_MESSAGE = "tool_calls-beside-message"  # N4 (text-generation-webui)
 
-    # The chunk's envelope (clients.md section 2 rule 2)
+    # The chunk's envelope (docs/quirks.md rules 2-4)
     OBJECT_MISSING = "object-missing"  # `object` absent or not "chat.completion.chunk"
     DELTA_MISSING = "delta-missing"  # Q29: a choice without `delta` gets `{}`
     ROLE_MISSING = "role-missing"  # the first delta of a choice gets `role: "assistant"`
@@ -58,7 +58,7 @@ class Repair(StrEnum):
     ARGS_TRUNCATED = "args-truncated"
     ERROR_FIELD = "error-field"  # Q30: llama.cpp's `error:` SSE line
 
-    # The canonical form (clients.md section 2 and section 3 case m)
+    # The canonical form (docs/quirks.md rules 5-10, and the client matrix's case m)
     CONTENT_BESIDE_TOOL_CALLS = "content-beside-tool-calls"  # rule 5
     SEVERAL_CALLS_IN_ONE_DELTA = "several-calls-in-one-delta"  # rule 7
     ARGS_PLACEHOLDER = "args-placeholder"  # case m: `"{}"` in front of the real arguments
@@ -75,24 +75,24 @@ class Repair(StrEnum):
     DIALECT_ERROR = "dialect-error"  # a dialect raised; extraction stopped for the stream
     CAP_REACHED = "cap-reached"  # max_held_bytes reached: the rest of the stream went raw
 
-    # A server's own Messages stream (research/protocols.md section 3 quirks 1-4, section 6;
+    # A server's own Messages stream (docs/quirks.md M1-M4, "llama.cpp's own endpoints";
     # a missing `event:` line is EVENT_LINE_MISSING below)
-    TOOL_USE_INPUT_MISSING = "tool-use-input-missing"  # quirk 1: llama.cpp PR #22960
-    THINKING_SIGNATURE_MISSING = "thinking-signature-missing"  # quirk 1: llama.cpp#20090
-    EMPTY_FIELD_DROPPED = "empty-field-dropped"  # quirk 2: text, partial_json, usage restored
-    STOP_REASON_EMPTY = "stop-reason-empty"  # quirk 2: "" for null
+    TOOL_USE_INPUT_MISSING = "tool-use-input-missing"  # M1: llama.cpp PR #22960
+    THINKING_SIGNATURE_MISSING = "thinking-signature-missing"  # M1: llama.cpp#20090
+    EMPTY_FIELD_DROPPED = "empty-field-dropped"  # M2: text, partial_json, usage restored
+    STOP_REASON_EMPTY = "stop-reason-empty"  # M2: "" for null
     STOP_REASON_NOT_TOOL_USE = "stop-reason-not-tool-use"  # end_turn or "" after tool_use blocks
     TOOL_INPUT_UNPARSABLE = "tool-input-unparsable"  # a finished turn's tool input is no JSON
-    BLOCK_STOP_MISSING = "block-stop-missing"  # quirk 3: a block never stopped
+    BLOCK_STOP_MISSING = "block-stop-missing"  # M3: a block never stopped
     MESSAGE_DELTA_MISSING = "message-delta-missing"  # the stream ended without message_delta
-    MESSAGE_STOP_MISSING = "message-stop-missing"  # quirk 3: ... or without message_stop
+    MESSAGE_STOP_MISSING = "message-stop-missing"  # M3: ... or without message_stop
     MESSAGE_START_MISSING = "message-start-missing"  # a block before any message_start
-    MESSAGE_START_REPEATED = "message-start-repeated"  # quirk 4: duplicated or spliced
-    BLOCKS_OVERLAP = "blocks-overlap"  # section 6: a block started before the last one stopped
+    MESSAGE_START_REPEATED = "message-start-repeated"  # M4: duplicated or spliced
+    BLOCKS_OVERLAP = "blocks-overlap"  # llama.cpp: a block started before the last one stopped
     DELTA_AFTER_STOP = "delta-after-stop"  # a delta for a block already stopped: dropped
 
-    # A server's own Responses stream (native mode; research/protocols.md section 2 quirks
-    # "R<n>", section 6 "llama.cpp")
+    # A server's own Responses stream (native mode; docs/quirks.md R1-R10 and "llama.cpp's
+    # own endpoints")
     SEQUENCE_NUMBER_MISSING = "sequence-number-missing"  # R8, llama.cpp: numbered from 0
     EVENT_LINE_MISSING = "event-line-missing"  # no `event:` line equal to the type
     OUTPUT_INDEX_MISSING = "output-index-missing"  # llama.cpp: absent or not the position
@@ -139,9 +139,9 @@ class Repair(StrEnum):
     TEXT_WITHOUT_FORMAT = "text-without-format"  # `text: {verbosity}`: LM Studio refuses it
 
 
-# Kinds that report what was seen without changing a byte (quirks.md's DETECT).
+# Kinds that report what was seen without changing a byte (docs/quirks.md Q18, R8, R9).
 # A repeated call is dropped only from markup (which comes with markup-in-content) or under
-# dedupe_calls; otherwise it is only counted. Native Responses quirks 8 and 9 pass through.
+# dedupe_calls; otherwise it is only counted. Native Responses' R8 and R9 pass through.
 DETECTED_ONLY: Final = frozenset(
     {
         Repair.ARGS_NOT_JSON,

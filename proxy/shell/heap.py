@@ -4,7 +4,7 @@ By the time the proxy serves, it holds objects that live as long as the process:
 settings, pydantic's validators, aiohttp's and prometheus-client's tables. Every collection of
 the oldest generation walks them all again, and while it does no stream moves: under 100
 streams of 20 ms chunks such a collection took 23-28 ms of CPU with them, 5-12 ms without
-(docs/performance.md).
+(docs/performance-history.md, round 3).
 ``gc.freeze()`` moves them to a generation the collector never scans; what is garbage at that
 point is collected first, so nothing is frozen that could have been freed. Forked workers
 gain too: a collection no longer writes to the pages they share with the supervisor.

@@ -43,7 +43,7 @@ TURN_SECONDS = 0.002  # rewriting between two chances for the loop to run other 
 
 class BodyTransform(Protocol):
     """The core's side of a rewritten stream: upstream reads in, client bytes out
-    (proxy.core.protocols.chat.sse_stream.ChatSSEStream, proxy.core.bridge.Bridge, a
+    (proxy.core.protocols.chat.sse_stream.ChatSSEStream, proxy.core.bridge.ChatBridge, a
     protocol's native stream)."""
 
     def feed(self, chunk: bytes) -> list[bytes]: ...

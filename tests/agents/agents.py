@@ -1,6 +1,6 @@
 """How each agent under test is run offline against a base URL: its command line, its
 environment and the files it needs first (a fresh home, a config that turns off every
-network feature; research/protocols.md section 5)."""
+network feature, found by running each agent against a fake server on loopback)."""
 
 from __future__ import annotations
 

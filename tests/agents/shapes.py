@@ -1,5 +1,5 @@
 """The shapes a chat server streams a tool call in: canonical, or the ways real servers break
-it (research/protocols.md §3). One place for every test upstream that replays a call: the
+it (docs/quirks.md Q1-Q34). One place for every test upstream that replays a call: the
 agents' (upstream.py) and the Responses SDK tests' (tests/protocols/responses/chat_replay.py).
 
 Each shape is ``(name, arguments, call_id) -> chunks``; ``sse`` frames chunks as the stream,

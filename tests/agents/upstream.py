@@ -1,5 +1,6 @@
 """A chat-only model server for the agents under test: it decides each reply from the request
-alone, as protocols.md section 5 describes, and streams its tool call in a broken shape.
+alone (no state between requests, as an agent's turns need none), and streams its tool call in
+a broken shape.
 
 * A request with a tool result in it: a short final text quoting that result.
 * A request that offers a shell tool: one call to it, with arguments fitted to the tool's

@@ -3,7 +3,7 @@
 Two sources, both read at collection time, so a new case is a new row of the matrix without
 any code change:
 
-* `cases/<name>.toml`: this suite's own cases (clients.md section 3 cases a..n, leaked markup,
+* `cases/<name>.toml`: this suite's own cases (the client study's cases a..n, leaked markup,
   non-streaming bodies, a refused request). Each names the body to replay (an `.sse` or `.json`
   beside it, or a recording under tests/fixtures/upstream/) or gives `leaked` text that the
   upstream streams as content, one token per chunk.

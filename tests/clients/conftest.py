@@ -63,7 +63,7 @@ def pytest_terminal_summary(
     if os.environ.get(UPDATE_ENV):
         # The docs explain only what goes wrong through the proxy; the direct failures are in
         # the table, their reasons in the run's own output.
-        for doc in _update_docs(table.render(explain=ROUTES)):
+        for doc in _update_docs(table.render(explain=tuple(ROUTES))):
             terminalreporter.write_line(f"(table updated in {doc})")
 
 

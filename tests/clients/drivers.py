@@ -178,7 +178,7 @@ def langchain(base_url: str, case: Case, model: str) -> Outcome:
     llm = ChatOpenAI(
         model=model,
         base_url=f"{base_url}/v1",
-        api_key="sk-test",  # type: ignore[arg-type]
+        api_key="sk-test",
         max_retries=0,
         timeout=TIMEOUT,
     )
@@ -188,7 +188,9 @@ def langchain(base_url: str, case: Case, model: str) -> Outcome:
     try:
         if case.stream:
             for chunk in runnable.stream(messages):
-                message = chunk if message is None else message + chunk  # type: ignore[operator]
+                # AIMessageChunks, whose sum is one; the stubs name the items AIMessage, and
+                # AIMessage + AIMessage a prompt template
+                message = chunk if message is None else message + chunk  # type: ignore[assignment]
         else:
             message = runnable.invoke(messages)
     except Exception as exc:

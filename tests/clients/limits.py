@@ -23,7 +23,7 @@ class Limit(BaseModel):
     client: str
     target: Literal["streamed", "coalesced"]
     reason: str  #: a substring every reason of the cell's verdict must contain
-    why: str  #: one sentence: the quirks.md section that keeps the shape, and the remedy
+    why: str  #: one sentence: the docs/quirks.md entry that keeps the shape, and the remedy
 
     def stray_reasons(self, verdict: Verdict) -> list[str]:
         """The verdict's reasons this limit does not cover."""
@@ -44,7 +44,7 @@ def load_limits() -> dict[tuple[str, str, str], Limit]:
     """The limits by (case, client, target)."""
     with LIMITS_FILE.open("rb") as f:
         limits = _File.model_validate(tomllib.load(f)).limit
-    by_cell = {(x.case, x.client, x.target): x for x in limits}
+    by_cell: dict[tuple[str, str, str], Limit] = {(x.case, x.client, x.target): x for x in limits}
     if len(by_cell) != len(limits):
         raise ValueError(f"{LIMITS_FILE.name} lists a cell twice")
     return by_cell

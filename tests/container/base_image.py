@@ -73,7 +73,9 @@ def debian_mirror() -> str:
     sources = Path("/etc/apt/sources.list.d")
     for path in sorted(sources.glob("*.sources")):
         for stanza in re.split(r"\n\s*\n", path.read_text()):
-            fields = dict(re.findall(r"^(\w[\w-]*):\s*(.*)$", stanza, flags=re.MULTILINE))
+            fields: dict[str, str] = dict(
+                re.findall(r"^(\w[\w-]*):\s*(.*)$", stanza, flags=re.MULTILINE)
+            )
             if (
                 "deb" in fields.get("Types", "").split()
                 and SUITE in fields.get("Suites", "").split()

@@ -17,7 +17,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.conftest import StartUpstream
+from tests.conftest import StartUpstream, port_of
 from tests.container.conftest import DEPLOY, MEASURED, Image
 from tests.container.podman import LOOPBACK, remove_containers, run_async, unique
 from tests.container.recorded import (
@@ -149,7 +149,7 @@ async def test_image_repairs_a_recorded_stream_for_a_real_client_as_its_non_root
     proxy_image: Image, start_upstream: StartUpstream, tmp_path: Path
 ) -> None:
     upstream = await start_upstream(recorded_upstream())
-    async with serving(proxy_image, proxy_config(tmp_path, upstream.port)) as proxy:
+    async with serving(proxy_image, proxy_config(tmp_path, port_of(upstream))) as proxy:
         MEASURED["container start-up"] = f"{proxy.started_seconds:.2f} s to /-/health 200"
         assert await get(f"{proxy.url}/-/health") == (200, b'{"status": "ok"}')
         status, body = await get(f"{proxy.url}/-/ready")
@@ -176,7 +176,7 @@ async def test_image_drains_an_open_stream_on_sigterm_and_exits_0(
 ) -> None:
     hold = Hold(len(upstream_events()) // 2, asyncio.Event(), asyncio.Event())
     upstream = await start_upstream(recorded_upstream(hold))
-    async with serving(proxy_image, proxy_config(tmp_path, upstream.port)) as proxy:
+    async with serving(proxy_image, proxy_config(tmp_path, port_of(upstream))) as proxy:
         reading = asyncio.create_task(raw_body(f"{proxy.url}/v1", "tiny"))
         await asyncio.wait_for(hold.reached.wait(), 30)  # half the stream is on its way
         signalled = time.monotonic()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 import pytest
 
 from proxy.core.policy import Mode, Plan, plan_request, rewrites_response
@@ -22,7 +20,7 @@ FAKE = ClientProtocol(
     encoder=_unused,  # type: ignore[arg-type]
     error_body=lambda status, message: b"",
     native=_unused,  # type: ignore[arg-type]
-    native_completion=lambda body, request: (body, Counter()),
+    native_completion=_unused,  # type: ignore[arg-type]
     local={"/count": lambda body: {"n": 1}},
 )
 

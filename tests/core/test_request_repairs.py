@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import re
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from proxy.core.request_repairs.repair import repair_request
 MISTRAL = FAMILIES["mistral"]
 
 
-def call(call_id: str, name: str = "f", arguments: str = "{}") -> dict:
+def call(call_id: str, name: str = "f", arguments: str = "{}") -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
@@ -254,7 +255,7 @@ def test_mistral_ids_map_alike_in_calls_and_results_and_valid_ids_stay():
 
 def test_many_calls_in_one_conversation_get_distinct_valid_ids():
     n = 5000
-    messages: list[dict] = [{"role": "user", "content": "u"}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "u"}]
     for i in range(n):
         messages.append({"role": "assistant", "content": "", "tool_calls": [call(f"call_{i:06d}")]})
         messages.append({"role": "tool", "tool_call_id": f"call_{i:06d}", "content": str(i)})
@@ -273,14 +274,14 @@ def test_a_target_taken_by_a_valid_id_is_drawn_again():
     assert ids.valid(mapping["call_x"])
 
 
-def tool_with(schema: dict) -> dict:
+def tool_with(schema: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "function",
         "function": {"name": "f", "parameters": {"type": "object", "properties": {"p": schema}}},
     }
 
 
-def parameter(body: dict, needs: TemplateNeeds) -> tuple[object, set]:
+def parameter(body: dict[str, Any], needs: TemplateNeeds) -> tuple[object, set[str]]:
     repaired = repair_request(body, needs)
     return repaired.body["tools"][0]["function"]["parameters"]["properties"]["p"], set(
         repaired.repairs

@@ -54,7 +54,7 @@ def test_auto_names_the_dialect_that_opened_the_call(name):
     extractor = build_extractor(["auto"], TOOLS)
     assert extractor is not None
     assert extractor.dialect is None
-    seen = []
+    seen: list[str | None] = []
     for token in [*tokens(SAMPLES[name]), None]:
         segments = extractor.close() if token is None else extractor.feed(token)
         if any(isinstance(segment, CallOpen) for segment in segments):

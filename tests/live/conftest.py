@@ -1,5 +1,5 @@
 """The live lane's shared parts: the llama-server build and the tiny model, made once per
-session. Every test module here is marked ``live`` (pyproject's markers)."""
+session. The ``live`` lane (tests/lanes.py marks every test here by its path)."""
 
 from __future__ import annotations
 

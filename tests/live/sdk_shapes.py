@@ -6,7 +6,7 @@ results, a multi-turn conversation, an image, a pydantic tool with an Optional f
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import anthropic
 import openai
@@ -61,7 +61,7 @@ def chat_parallel(base_url: str) -> None:
     stream: Any = _openai(base_url).chat.completions.create(
         model="m",
         stream=True,
-        tools=[WEATHER, TIME],
+        tools=cast(Any, [WEATHER, TIME]),
         messages=[
             {"role": "system", "content": "You are a helpful assistant."},
             {"role": "user", "content": "Weather in Paris and the time in CET?"},
@@ -131,10 +131,13 @@ def responses_parallel(base_url: str) -> None:
         model="m",
         stream=True,
         instructions="You are a helpful assistant.",
-        tools=[
-            {**WEATHER["function"], "type": "function", "strict": False},
-            {**TIME["function"], "type": "function", "strict": False},
-        ],
+        tools=cast(
+            Any,
+            [
+                {**WEATHER["function"], "type": "function", "strict": False},
+                {**TIME["function"], "type": "function", "strict": False},
+            ],
+        ),
         input=[
             {"role": "developer", "content": "Use the tools."},
             {"role": "user", "content": "Weather in Paris and the time in CET?"},

@@ -21,8 +21,6 @@ from tests.live.server import Build, LlamaServer
 from tests.protocols.messages import checker as messages_checker
 from tests.protocols.responses import checker as responses_checker
 
-pytestmark = pytest.mark.live
-
 #: the templates the issue found refusing agents' requests, and Qwen2.5 (no refusal)
 SAMPLE: Final = (
     "Qwen3.5-4B",

@@ -14,16 +14,12 @@ import re
 from collections import Counter
 from typing import Any, Final
 
-import pytest
-
 from proxy.core.protocols.registry import CLIENT_PROTOCOLS
 from proxy.core.request_repairs.needs import needs_of_template
 from proxy.core.request_repairs.repair import repair_request
 from tests.live.corpus import Recorded, load
 from tests.live.render import TemplateRefusal, render
 from tests.live.server import Build
-
-pytestmark = pytest.mark.live
 
 #: the refusals the request repairs remove (docs/repairs.md, "What it repairs in requests")
 CLAIMED: Final = {

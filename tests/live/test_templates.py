@@ -17,7 +17,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pytest
 from aiohttp import ClientSession
 from aiohttp.test_utils import TestClient, TestServer
 
@@ -27,8 +26,6 @@ from proxy.shell.app import create_app
 from tests.live.corpus import Recorded, Verdict, load, verdict
 from tests.live.render_tap import RenderTap
 from tests.live.server import Build, LlamaServer
-
-pytestmark = pytest.mark.live
 
 
 def before_repairs(recorded: Recorded) -> dict[str, Any]:

@@ -85,8 +85,8 @@ def write_model(vocab: Path, out: Path) -> Path:
     order = list(chain)
     query, flag = order.index(index[QUERY]), order.index(index[FLAG])
     base = dict(chain[index[QUERY]])
-    for token, total in FLAGGED.items():
-        output[index[token], flag_dim] = total / sq - base.get(index[token], 0.0) / scale
+    for name, total in FLAGGED.items():
+        output[index[name], flag_dim] = total / sq - base.get(index[name], 0.0) / scale
     head_dim = EMBED // HEADS
     pair = 14  # a low-frequency RoPE pair of head 0 (freq_base 1e12: about no rotation)
     weight = np.sqrt(20.0 * np.sqrt(head_dim) / EMBED)  # attention score query -> flag = 20

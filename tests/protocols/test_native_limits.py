@@ -66,7 +66,7 @@ def responses_text(*deltas: str, named: bool = True) -> list[bytes]:
 
 def messages_text(*deltas: str, named: bool = True) -> list[bytes]:
     """A Messages stream of one text block whose deltas are ``deltas``."""
-    message = {
+    message: dict[str, Any] = {
         "id": "msg_1",
         "type": "message",
         "role": "assistant",
@@ -109,7 +109,7 @@ async def native_proxy(
     upstream = await start_upstream(serve_writes(writes))
     modes = {protocol: "native"}
     proxy = await start_proxy(
-        UpstreamSettings(name="u", url=upstream_url(upstream), **modes),  # type: ignore[arg-type]
+        UpstreamSettings(name="u", url=upstream_url(upstream), **modes),
         **settings,
     )
     resp = await proxy.post(f"/v1/{protocol}", json=REQUESTS[protocol])

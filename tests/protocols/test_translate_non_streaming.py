@@ -19,7 +19,8 @@ from aiohttp import web
 from proxy.settings import TimeoutSettings
 from tests.agents import shapes
 
-WEATHER_RESPONSES = {
+# Any: the tools as they are on the wire, which the SDKs' TypedDicts take
+WEATHER_RESPONSES: Any = {
     "type": "function",
     "name": "get_weather",
     "parameters": {
@@ -28,7 +29,7 @@ WEATHER_RESPONSES = {
         "required": ["location"],
     },
 }
-WEATHER_MESSAGES = {
+WEATHER_MESSAGES: Any = {
     "name": "get_weather",
     "input_schema": WEATHER_RESPONSES["parameters"],
 }
@@ -99,7 +100,7 @@ def proxy_for(start_upstream, start_proxy) -> Callable[..., Any]:
 
 
 RESPONSES_BODY = {"model": "m", "input": "Weather?", "tools": [WEATHER_RESPONSES], "stream": False}
-MESSAGES_BODY = {
+MESSAGES_BODY: dict[str, Any] = {
     "model": "m",
     "max_tokens": 100,
     "messages": [{"role": "user", "content": "Weather?"}],

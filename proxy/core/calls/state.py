@@ -19,8 +19,8 @@ by the argument text known at that moment:
   the text (Q13);
 * complete arguments: one delta with the whole call, kept whole (Q16 is legal);
 * exactly ``{}``: maybe a whole call without arguments, maybe a placeholder in front of the
-  real arguments (clients.md case m). In S1 the opening is held (PLACEHOLDER) until the
-  call's next input tells which.
+  real arguments (case m of the client matrix, tests/clients/cases/m_empty_object_first.toml).
+  In S1 the opening is held (PLACEHOLDER) until the call's next input tells which.
 
 In S2 (coalesced form) a named call is COLLECTING until its arguments form a complete JSON
 value (COMPLETE) or the choice ends (END); then it goes out whole. OPEN means the opening
@@ -113,7 +113,7 @@ _SUSPECTS: Final[Table] = {
     **{(DROPPED, i): (DROPPED, Action.DROP) for i in CallInput},
 }
 
-# S1, the streamed form (clients.md section 2, rules 6-11).
+# S1, the streamed form (docs/quirks.md, the canonical chat stream's rules 6-11).
 S1: Final[Table] = {
     (NAMELESS, CallInput.ARGS): (NAMELESS, Action.HOLD),
     (NAMELESS, CallInput.NAMED_EMPTY): (OPEN, Action.OPEN),

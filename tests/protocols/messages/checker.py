@@ -1,4 +1,4 @@
-"""A strict checker of Messages streams: the canonical sequence of research/protocols.md section 3.
+"""A strict checker of Messages streams: the canonical sequence of docs/quirks.md's Messages streams.
 
 ``check(data)`` raises AssertionError naming the broken rule and returns what a client
 rebuilds: the message with its content blocks (tool inputs parsed), the stop reason and the
@@ -42,7 +42,8 @@ class Result:
 
     @property
     def blocks(self) -> list[dict[str, Any]]:
-        return self.message.get("content", [])
+        blocks: list[dict[str, Any]] = self.message.get("content", [])
+        return blocks
 
     @property
     def tool_uses(self) -> list[dict[str, Any]]:
@@ -104,11 +105,13 @@ def check(data: bytes, *, finished: bool = True) -> Result:
             result.blocks.append(block)
             open_index, pieces = payload["index"], []
         elif kind == "content_block_delta":
+            assert open_index is not None, f"delta for {payload['index']} while no block is open"
             assert payload["index"] == open_index, (
                 f"delta for {payload['index']}, open {open_index}"
             )
             _delta(result.blocks[open_index], payload["delta"], pieces)
         elif kind == "content_block_stop":
+            assert open_index is not None, f"stop for {payload['index']} while no block is open"
             assert payload["index"] == open_index, f"stop for {payload['index']}, open {open_index}"
             block = result.blocks[open_index]
             if block["type"] == "tool_use":

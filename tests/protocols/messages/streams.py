@@ -1,5 +1,5 @@
 """Messages streams for the tests: recorded ones parsed into events, broken variants built from
-them by named transformations (each one quirk of research/protocols.md section 3/6), and the
+them by named transformations (each one quirk of docs/quirks.md M1-M4 or llama.cpp's endpoint), and the
 ways a stream is cut into reads."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def tool_indexes(events: Events) -> list[int]:
 
 
 def llamacpp_b9821(events: Events) -> Events:
-    """llama.cpp's own endpoint (section 6): tool_use starts without ``input``, and every
+    """llama.cpp's own endpoint (docs/quirks.md): tool_use starts without ``input``, and every
     block's stop held back until just before message_delta."""
     out = copy.deepcopy(events)
     for event in of_type(out, "content_block_start"):
@@ -69,7 +69,7 @@ def input_missing(events: Events) -> Events:
 
 
 def empty_fields_dropped(events: Events) -> Events:
-    """A re-serializing gateway (quirk 2): empty text, input and partial_json gone, null
+    """A re-serializing gateway (M2): empty text, input and partial_json gone, null
     stop_reason as ""."""
     out = copy.deepcopy(events)
     for event in out:
@@ -90,7 +90,7 @@ def empty_fields_dropped(events: Events) -> Events:
 
 
 def cut_in_tool_input(events: Events) -> Events:
-    """max_tokens inside the last tool's input (quirk 3): its last fragments and its stop gone."""
+    """max_tokens inside the last tool's input (M3): its last fragments and its stop gone."""
     out = copy.deepcopy(events)
     last = tool_indexes(out)[-1]
     fragments = [
@@ -115,7 +115,7 @@ def message_start_twice(events: Events) -> Events:
 
 
 def spliced_generation(events: Events) -> Events:
-    """A second generation spliced in mid tool call (quirk 4): the first stops inside its first
+    """A second generation spliced in mid tool call (M4): the first stops inside its first
     tool input; a new message_start follows and the whole stream again."""
     out = copy.deepcopy(events)
     first = tool_indexes(out)[0]

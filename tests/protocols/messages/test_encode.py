@@ -59,7 +59,8 @@ def test_interleaved_calls_come_out_one_block_after_another():
 
 def test_a_call_whose_arguments_are_whole_does_not_wait_for_the_finish():
     encoder = MessagesEncoder(MessagesContext("m"), lambda: "x")
-    for event in [Started(), CallOpened(0, "a", "f"), ArgumentsDelta(0, '{"x": 1}')]:
+    events: list[StreamEvent] = [Started(), CallOpened(0, "a", "f"), ArgumentsDelta(0, '{"x": 1}')]
+    for event in events:
         encoder.feed(event)
     out = b"".join(encoder.feed(CallOpened(1, "b", "g")) + encoder.feed(ArgumentsDelta(1, "{")))
     assert b'"content_block_stop","index":0' in out

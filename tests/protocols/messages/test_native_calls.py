@@ -161,7 +161,7 @@ def lookups(monkeypatch: pytest.MonkeyPatch, *, asked: bool) -> list[int]:
     looked_up: list[int] = []
     lookup = CallDriver._input
 
-    def counting(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def counting(self, *args, **kwargs):
         looked_up.append(1)
         return lookup(self, *args, **kwargs)
 

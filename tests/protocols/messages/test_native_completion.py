@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from proxy.core.markup import DIALECTS
 from proxy.core.options import UpstreamOptions
@@ -14,7 +15,7 @@ EVERY = UpstreamOptions(dialects=tuple(DIALECTS))
 NONE = UpstreamOptions()
 
 
-def message(content: list[dict], stop_reason: str | None = "end_turn") -> bytes:
+def message(content: list[dict[str, Any]], stop_reason: str | None = "end_turn") -> bytes:
     body = {
         "id": "msg_1",
         "type": "message",

@@ -51,7 +51,8 @@ async def drive(client: str, base_url: str) -> dict[str, Any]:
     )
     out, err = await asyncio.wait_for(process.communicate(json.dumps(job).encode()), timeout=60)
     assert process.returncode == 0, err.decode()
-    return json.loads(out)
+    result: dict[str, Any] = json.loads(out)
+    return result
 
 
 @pytest.mark.parametrize("client", ["anthropic-sdk", "ai-sdk-anthropic"])

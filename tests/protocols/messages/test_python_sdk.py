@@ -219,5 +219,6 @@ async def test_upstream_error_before_the_stream_is_an_anthropic_error(
     proxy = await start_proxy(server)
     with pytest.raises(anthropic.RateLimitError) as raised:
         await clients(proxy).messages.create(model="m", max_tokens=10, messages=ASK)
+    assert isinstance(raised.value.body, dict)
     assert raised.value.body["type"] == "error"
     del recording

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from proxy.core.errors import ClientRequestError
-from proxy.core.protocols.messages import count_tokens, error_body, to_chat
+from proxy.core.protocols.messages import to_chat
+from proxy.core.protocols.messages.count import count_tokens
+from proxy.core.protocols.messages.errors import error_body
 from proxy.core.protocols.messages.request import MessagesContext
 
 BASH = {
@@ -20,8 +24,8 @@ BASH = {
 }
 
 
-def claude_code_request() -> dict:
-    """The shape Claude Code 2.1 sends (research/protocols.md section 4), second turn."""
+def claude_code_request() -> dict[str, Any]:
+    """The shape Claude Code 2.1 sends (seen against a fake server on loopback), second turn."""
     return {
         "model": "claude-sonnet-4-5",
         "max_tokens": 64000,

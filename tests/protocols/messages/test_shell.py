@@ -44,7 +44,7 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> None:
 
 async def chat_proxy(start_upstream, start_proxy, recording: Recording, **upstream: object):
     server = await start_upstream(chat_upstream(lambda _: chat_text("ok"), recording))
-    settings = UpstreamSettings(name="chat", url=upstream_url(server), **upstream)  # type: ignore[arg-type]
+    settings = UpstreamSettings(name="chat", url=upstream_url(server), **upstream)
     return settings, server
 
 

@@ -1,6 +1,6 @@
 """A chat-only replay upstream for the Responses client tests, streaming calls in broken shapes.
 
-The upstream decides each reply from the request alone (research/protocols.md §5): a tool
+The upstream decides each reply from the request alone, as tests/agents/upstream.py does: a tool
 result present -> a final text quoting it; tools offered -> one call to the first tool whose
 name is in ``arguments`` (with those arguments); otherwise a short text. Calls go out in one of
 the shapes of tests/agents/shapes.py. Every request body is kept, in order, for the test to

@@ -1,4 +1,4 @@
-"""A strict checker of Responses API streams (research/protocols.md §2), and what a client gets.
+"""A strict checker of Responses API streams (docs/quirks.md, "Responses streams"), and what a client gets.
 
 ``check(body)`` enforces, and raises ``StreamViolation`` naming the first rule broken:
 

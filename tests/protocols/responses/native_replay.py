@@ -37,7 +37,7 @@ def _call(name: str, arguments: dict[str, Any], call_id: str) -> list[StreamEven
 
 
 def _markup(name: str, arguments: dict[str, Any], call_id: str) -> list[StreamEvent]:
-    """vLLM with a non-harmony model (quirk 4): the call as hermes markup in the text."""
+    """vLLM with a non-harmony model (R4): the call as hermes markup in the text."""
     text = f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
     return [TextDelta(text[i : i + 8]) for i in range(0, len(text), 8)]
 

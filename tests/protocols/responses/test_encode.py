@@ -46,7 +46,7 @@ def call(index: int, ident: str, name: str, *args: str) -> list[StreamEvent]:
 
 
 START = Started(id="chatcmpl-1", model="upstream-model", created=1700000000)
-END = [Usage(7, 5), Ended(complete=True)]
+END: list[StreamEvent] = [Usage(7, 5), Ended(complete=True)]
 
 
 def test_text_only_is_the_canonical_message_sequence():
@@ -189,7 +189,8 @@ def test_an_error_ends_with_response_failed():
 
 def test_a_cut_stream_gets_no_terminal_event():
     encoder = ResponsesEncoder(ResponsesContext(), ids())
-    out = [b for e in [START, TextDelta("par"), CallOpened(0, "c", "f")] for b in encoder.feed(e)]
+    events: list[StreamEvent] = [START, TextDelta("par"), CallOpened(0, "c", "f")]
+    out = [b for e in events for b in encoder.feed(e)]
     assert encoder.feed(Ended(complete=False)) == []
     assert encoder.feed(Usage(1, 1)) == []
     check(b"".join(out), complete=False)

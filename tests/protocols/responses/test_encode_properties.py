@@ -37,9 +37,9 @@ def ids() -> Callable[[], str]:
 STEP = st.one_of(
     st.tuples(st.just("text"), st.text(min_size=1, max_size=5)),
     st.tuples(st.just("reasoning"), st.text(min_size=1, max_size=5)),
-    st.tuples(st.just("open"), st.none()),
+    st.tuples(st.just("open"), st.just("")),  # no value: "" keeps every value a str
     st.tuples(st.just("args"), st.text(max_size=5)),
-    st.tuples(st.just("close"), st.none()),
+    st.tuples(st.just("close"), st.just("")),
 )
 
 

@@ -1,9 +1,9 @@
 """Native mode: a server's own Responses stream repaired in place.
 
 Canonical recordings come out byte for byte identical; a broken variant of each in-scope quirk
-(research/protocols.md §2 quirks 1-7 and 10, §6 llama.cpp) comes out canonical, passing the
+(docs/quirks.md R1-R7 and R10, and llama.cpp's own endpoint) comes out canonical, passing the
 strict checker, with the calls and text of the canonical stream, and the same bytes however the
-upstream's body is cut. Quirks 8 and 9 pass through unchanged and are counted.
+upstream's body is cut. R8 and R9 pass through unchanged and are counted.
 """
 
 from __future__ import annotations

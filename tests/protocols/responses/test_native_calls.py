@@ -21,6 +21,7 @@ from proxy.core.events import (
     Finished,
     FinishReason,
     Started,
+    StreamEvent,
     TextDelta,
     Usage,
 )
@@ -85,7 +86,8 @@ def test_an_open_calls_events_are_naming_and_end_its_deltas_the_hot_path():
 
 
 def test_the_hot_paths_ask_the_table():
-    markup = [START, TextDelta("Hi. " + HERMES), Finished(FinishReason.STOP), Ended(True)]
+    markup: list[StreamEvent] = [START, TextDelta("Hi. " + HERMES)]
+    markup += [Finished(FinishReason.STOP), Ended(True)]
     for body in (v.sse(calls(("call_w", "get_weather", PARIS))), v.sse(v.encoded(markup))):
         hot_inputs, hot = record(body)
         slow_inputs, slow = record(body, hot=False)
@@ -98,8 +100,9 @@ def test_the_hot_paths_ask_the_table():
 def test_a_call_whole_in_its_added_is_named_whole():
     def whole(payloads: v.Payloads) -> v.Payloads:
         for payload in payloads:
-            item = payload.get("item")
-            if payload["type"] == "response.output_item.added" and item["type"] == "function_call":
+            if payload["type"] != "response.output_item.added":
+                continue
+            if (item := payload["item"])["type"] == "function_call":
                 item["arguments"] = '{"location": "Paris"}'
         return [p for p in payloads if p["type"] != "response.function_call_arguments.delta"]
 
@@ -145,7 +148,8 @@ def test_a_call_named_like_the_one_before_is_a_suspect_under_dedupe_calls():
 
 
 def test_markup_calls_are_named_then_args_then_end():
-    events = [START, TextDelta(HERMES), Finished(FinishReason.STOP), Ended(complete=True)]
+    events: list[StreamEvent] = [START, TextDelta(HERMES), Finished(FinishReason.STOP)]
+    events.append(Ended(complete=True))
     inputs, out = record(v.sse(v.encoded(events)), hot=False)
     assert [(e, state) for e, _, state in inputs] == [
         ("NAMED_EMPTY", "OPEN"),

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from typing import Any
 
 from proxy.core.protocols.responses.native_tools import NamesBack, native_request
 from proxy.core.repairs import Repair
-from proxy.core.sse import SSEDecoder, encode_event
+from proxy.core.sse import Event, SSEDecoder, encode_event
 
-FN = {
+FN: dict[str, Any] = {
     "type": "function",
     "name": "exec_command",
     "parameters": {"type": "object", "properties": {}},
 }
-NAMESPACE = {
+NAMESPACE: dict[str, Any] = {
     "type": "namespace",
     "name": "multi_agent_v1",
     "description": "agents",
@@ -27,7 +28,7 @@ NAMESPACE = {
         }
     ],
 }
-CUSTOM = {"type": "custom", "name": "apply_patch", "description": "Patch files."}
+CUSTOM: dict[str, Any] = {"type": "custom", "name": "apply_patch", "description": "Patch files."}
 
 
 def test_a_request_with_function_tools_only_goes_as_it_came():
@@ -38,7 +39,7 @@ def test_a_request_with_function_tools_only_goes_as_it_came():
 
 
 def test_namespace_custom_and_hosted_tools_become_functions_or_go():
-    body = {
+    body: dict[str, Any] = {
         "model": "m",
         "tools": [FN, NAMESPACE, CUSTOM, {"type": "web_search"}],
         "text": {"verbosity": "low"},
@@ -100,7 +101,7 @@ class Inner:
         return []
 
 
-def event(payload: dict) -> bytes:
+def event(payload: dict[str, Any]) -> bytes:
     return encode_event(json.dumps(payload).encode(), event=payload["type"])
 
 
@@ -193,7 +194,9 @@ def test_the_stream_names_the_clients_tools_back_and_numbers_densely():
     back = NamesBack(Inner(), names, max_event_bytes=1 << 20)
     out = b"".join(back.feed(b"".join(stream)) + back.close(complete=True))
     assert out.startswith(untouched), "an event that needs nothing goes out as it came"
-    payloads = [json.loads(e.data) for e in SSEDecoder().feed(out) if getattr(e, "data", None)]
+    payloads = [
+        json.loads(e.data) for e in SSEDecoder().feed(out) if isinstance(e, Event) and e.data
+    ]
     assert [p["sequence_number"] for p in payloads] == list(range(len(payloads)))
     assert payloads[2]["item"]["name"] == "spawn_agent"
     assert payloads[2]["item"]["namespace"] == "multi_agent_v1"
@@ -219,7 +222,7 @@ def test_the_stream_names_the_clients_tools_back_and_numbers_densely():
 
 def test_codex_developer_messages_join_the_instructions_and_its_user_messages_one():
     text = [{"type": "input_text", "text": "rules"}]
-    body = {
+    body: dict[str, Any] = {
         "model": "m",
         "instructions": "be brief",
         "input": [

@@ -1,4 +1,4 @@
-"""Responses streams as payload lists, and the ways servers break them (research/protocols.md §2).
+"""Responses streams as payload lists, and the ways servers break them (docs/quirks.md R1-R10).
 
 Each variant takes a canonical stream's payloads and returns them the way the quirk's server
 sends them; ``sse`` writes payloads back as an upstream would (``event:`` lines optional).
@@ -167,7 +167,7 @@ def parallel_wrapper(payloads: Payloads) -> Payloads:
 
 
 def llamacpp(payloads: Payloads) -> Payloads:
-    """llama.cpp's own endpoint (protocols.md §6): no sequence_number, no output_index on
+    """llama.cpp's own endpoint (docs/quirks.md, "llama.cpp's own endpoints"): no sequence_number, no output_index on
     added/done, no function_call_arguments.done, text events without logprobs and
     content_index, parts without annotations, created with only id/object/status, and the
     message's output_item.done after the calls."""

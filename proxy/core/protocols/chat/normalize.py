@@ -280,7 +280,7 @@ class StreamNormalizer(Output):
         choice that is not an object leaves the chunk as it came (it is not understood).
 
         A chunk without choices that names another object keeps it: Azure's
-        prompt_filter_results chunk (``"object": ""``) is forwarded as quirks.md section 6
+        prompt_filter_results chunk (``"object": ""``) is forwarded as docs/quirks.md K6
         asks, and the helper's filter on ``object`` exists precisely to skip it."""
         if not all(isinstance(choice, dict) for choice in choices):
             return False

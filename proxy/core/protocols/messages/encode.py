@@ -1,4 +1,4 @@
-"""Neutral events -> the canonical Messages stream (research/protocols.md section 3).
+"""Neutral events -> the canonical Messages stream (docs/quirks.md, "Messages streams").
 
 * ``message_start`` first (id ``msg_`` + the factory's id, ``model`` the client's model name,
   usage with the input tokens when known, else 0), then the blocks, dense from index 0, each

@@ -3,7 +3,7 @@
 Events that need nothing go out as the very bytes that came (a canonical stream comes out
 byte-identical); a repaired or inserted event is written as compact JSON, the original keys in
 their places and restored ones after them. What is repaired (each a kind of
-proxy/core/repairs.py; research/protocols.md section 3 quirks 1-4 and section 6):
+proxy/core/repairs.py; docs/quirks.md M1-M4 and "llama.cpp's own endpoints"):
 
 * empty fields a server or gateway dropped: ``input: {}`` of a tool_use start (llama.cpp),
   ``text``/``partial_json``/``signature``, usage counts; ``stop_reason: ""``;

@@ -1,6 +1,6 @@
 """Neutral stream events (proxy/core/events.py) -> the canonical Responses stream.
 
-Rules this encoder keeps (research/protocols.md §2, issue 14's "Response mapping"):
+Rules this encoder keeps (docs/quirks.md, "Responses streams"; issue 14's "Response mapping"):
 
 * ``response.created`` and ``response.in_progress`` first; ``sequence_number`` from 0, one up
   per event; an ``event:`` line equal to each payload's ``type`` (wire.py).

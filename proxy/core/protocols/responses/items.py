@@ -1,4 +1,4 @@
-"""The output items of a Response, each with the events that stream it (research/protocols.md §2).
+"""The output items of a Response, each with the events that stream it (docs/quirks.md R1-R10).
 
 An item collects its text as it arrives and writes its events when the encoder lets it: its
 ``output_item.added`` and the deltas held so far (``flush``), then the ``.done`` events

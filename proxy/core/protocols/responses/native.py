@@ -10,7 +10,7 @@ Rules this module keeps:
   while another is open waits, with its events, until that one is done (llama.cpp ends its
   message only after the calls that followed it; a nameless call's events may alternate with
   reasoning). An item never ended is ended at the terminal event.
-* Repairs (research/protocols.md §2 quirks, §6 llama.cpp), each counted once a stream under
+* Repairs (docs/quirks.md R1-R10, "llama.cpp's own endpoints"), each counted once a stream under
   its kind in proxy/core/repairs.py: missing ``sequence_number``/``event:`` lines/
   ``output_index``/``logprobs``/``annotations``/``content_index``; empty or rotating item
   and response ids; empty ``call_id`` (made) and ``name`` (the item waits for the name in its

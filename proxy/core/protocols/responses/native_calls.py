@@ -1,4 +1,4 @@
-"""A native stream's function calls: their own fields and arguments (quirks 1-3, §6 llama.cpp).
+"""A native stream's function calls: their own fields and arguments (R1-R3, llama.cpp's endpoint).
 
 Arguments a server puts whole in the item's ``output_item.added`` go out as a delta after
 it; a missing ``function_call_arguments.done`` is inserted; a call whose arguments do not

@@ -265,7 +265,7 @@ class ItemFlow(NativeCalls):
                 self.dispatch(ev)
 
     def close_early(self, out: Out) -> None:
-        """End an item the upstream never ended (quirk 3: no output_item.done for calls), at
+        """End an item the upstream never ended (R3: no output_item.done for calls), at
         the end of the stream; closing events of its that still come are dropped."""
         self.repair(Repair.ITEM_DONE_MISSING)
         for up in self._by_id.values():

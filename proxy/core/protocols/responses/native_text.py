@@ -1,4 +1,4 @@
-"""A native stream's message text: its part fields, and tool-call markup in it (quirk 4).
+"""A native stream's message text: its part fields, and tool-call markup in it (R4).
 
 With tools offered, a message item's ``output_text.delta`` text goes through the shared markup
 extractor (proxy/core/markup, as chat/choice.py uses it). Plain text passes as it came (the
