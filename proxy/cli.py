@@ -29,11 +29,12 @@ from proxy.settings import (
     load_settings,
     resolve_config_path,
 )
+from proxy.shell import hangup
 from proxy.shell.accesslog import configure_logging
 from proxy.shell.app import create_app
 from proxy.shell.heap import freeze_on_startup
 from proxy.shell.limits import LISTEN_BACKLOG, server_options
-from proxy.shell.supervisor import supervise
+from proxy.shell.supervisor import listening_socket, supervise
 from proxy.tools import check, demo, fix, probe
 
 PROG = "toolcall-proxy"
@@ -100,6 +101,7 @@ def serving_app(settings: Settings) -> web.Application:
     """The app a single process serves: its start-up heap frozen once started (heap.py)."""
     app = create_app(settings)
     app.on_startup.append(freeze_on_startup)
+    app.on_startup.append(hangup.ignore_on_startup)
     return app
 
 
@@ -109,8 +111,8 @@ def serve(settings: Settings) -> int:
         return supervise(settings, event_loop)
     web.run_app(
         serving_app(settings),
-        host=settings.host,
-        port=settings.port,
+        # bound here, as the supervisor binds it: a port in use is one line and status 2
+        sock=listening_socket(settings.host, settings.port),
         handler_cancellation=True,
         loop=event_loop(),
         access_log=None,  # proxy.shell.accesslog writes one JSON line per request instead

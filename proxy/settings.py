@@ -30,6 +30,7 @@ from proxy.core.errors import ConfigError
 from proxy.core.forwarding import Forwarding
 from proxy.core.markup import check_names
 from proxy.core.policy import ProtocolMode
+from proxy.core.request_limits import MAX_JSON_DEPTH
 from proxy.core.request_repairs.needs import FAMILIES, TemplateNeeds
 
 ENV_PREFIX = "TOOLCALL_PROXY_"
@@ -170,6 +171,11 @@ class LimitSettings(_Strict):
     max_request_body_bytes: int = Field(64 << 20, ge=1024)
     max_response_body_bytes: int = Field(64 << 20, ge=1024)
     max_header_bytes: int = Field(8190, ge=1024)  # the request line and each header line
+    # A request body the proxy works on (translated, native, count_tokens, or rewritten by
+    # model_map / max_tokens_limit): how deep it may nest, and how many tools it may offer
+    # (proxy/core/request_limits.py); 400 past either.
+    max_json_depth: int = Field(128, ge=1, le=MAX_JSON_DEPTH)
+    max_tools: int = Field(1024, ge=1)
 
 
 class AuthSettings(_Strict):

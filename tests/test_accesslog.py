@@ -17,6 +17,8 @@ from aiohttp import ClientSession, web
 from proxy.settings import UpstreamSettings
 from proxy.shell.accesslog import ACCESS_LOGGER, configure_logging
 from tests.conftest import UPSTREAM_FIXTURES, StartProxy, StartUpstream, upstream_url
+from tests.request_upstream import AnyUpstream
+from tests.streams import read_until_error
 from tests.test_failures import free_port
 from tests.test_passthrough import replay_app
 
@@ -91,8 +93,9 @@ async def test_request_refused_before_routing_is_logged_without_an_upstream(
     assert resp.status == 404
     [record] = await logged(caplog)
     assert (record["upstream"], record["model"], record["status"]) == ("(none)", "gpt-4", 404)
-    assert record["ttfb_ms"] is None
-    assert record["bytes"] == 0
+    # issue 26 item 17: the error body the proxy wrote is counted (it was 0 bytes, ttfb null)
+    assert record["bytes"] == len(await resp.read()) > 0
+    assert record["ttfb_ms"] is not None
 
 
 async def test_client_that_leaves_mid_stream_is_logged_once_as_gone(
@@ -289,3 +292,112 @@ async def test_a_whole_answer_in_another_protocol_counts_its_bytes_both_ways(
     [record] = await logged(caplog)
     assert (record["bytes_upstream"], record["bytes"]) == (len(body), len(answer))
     assert record["ttfb_ms"] is not None
+
+
+# -- issue 26 item 17: the proxy's own bodies and its failures ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status"),
+    [
+        ("POST", "/v1/responses", {"model": "m"}, 400),  # no input: the proxy's own 400
+        ("POST", "/v1/messages/count_tokens", {"model": "m", "messages": []}, 200),
+        ("GET", "/v1/models", None, 200),
+        ("POST", "/v1/chat/completions", {"model": "nobody"}, 404),
+    ],
+)
+async def test_a_body_of_the_proxys_own_making_is_counted(
+    method: str,
+    path: str,
+    body: dict[str, Any] | None,
+    status: int,
+    start_upstream: StartUpstream,
+    start_proxy: StartProxy,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger=ACCESS_LOGGER)
+    upstream = AnyUpstream()
+    proxy = await start_proxy(
+        UpstreamSettings(
+            name="u", url=upstream_url(await start_upstream(upstream.app)), models=["m"]
+        )
+    )
+    resp = await proxy.request(method, path, json=body)
+    assert resp.status == status
+    answer = await resp.read()
+    [record] = await logged(caplog)
+    assert record["status"] == status
+    assert record["bytes"] == len(answer) > 0
+    assert record["chunks"] == 1
+
+
+async def test_a_closing_answer_is_counted_too(
+    start_upstream: StartUpstream, start_proxy: StartProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger=ACCESS_LOGGER)
+    upstream = AnyUpstream()
+    proxy = await start_proxy(
+        UpstreamSettings(name="u", url=upstream_url(await start_upstream(upstream.app))),
+        timeouts={"request_body": 0.2},
+    )
+    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+    writer.write(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 100\r\n\r\n{"
+    )
+    answer = await asyncio.wait_for(reader.read(), timeout=10)
+    writer.close()
+    assert answer.startswith(b"HTTP/1.1 408")
+    [record] = await logged(caplog)
+    assert record["status"] == 408
+    assert record["bytes"] == len(answer.partition(b"\r\n\r\n")[2]) > 0
+
+
+async def test_a_failure_of_the_proxy_mid_stream_cuts_it_and_the_line_says_so(
+    start_upstream: StartUpstream,
+    start_proxy: StartProxy,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    caplog.set_level(logging.INFO, logger=ACCESS_LOGGER)
+    fed: list[bytes] = []
+
+    def broken(self: object, chunk: bytes) -> list[bytes]:
+        # a bug in the repair, met once the response has started: put in, since no client
+        # can cause one
+        fed.append(chunk)
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("proxy.core.protocols.chat.sse_stream.ChatSSEStream.feed", broken)
+    body = (UPSTREAM_FIXTURES / "llamacpp-b9821-parallel-tool-calls.sse").read_bytes()
+    proxy = await start_proxy(await start_upstream(replay_app(body)))
+    resp = await proxy.post(CHAT, json={"model": "m", "stream": True})
+    assert resp.status == 200
+    _, error = await read_until_error(resp)
+    assert error is not None, "the cut must show"
+    assert fed
+    [record] = await logged(caplog)
+    assert (record["status"], record["end"]) == (200, "proxy_error")
+    failures = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(failures) == 1
+    assert failures[0].exc_info is not None
+    assert record["request_id"] in failures[0].getMessage()
+
+
+async def test_a_control_character_in_a_path_is_escaped_in_the_warning_line(
+    start_proxy: StartProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    # an upstream that is not there: the 502 is logged as a warning naming the path
+    proxy = await start_proxy(UpstreamSettings(name="u", url="http://127.0.0.1:9"))
+    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+    writer.write(
+        b"GET /v1/x%0D2026-01-01%20ERROR%20forged HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    answer = await asyncio.wait_for(reader.read(), timeout=10)
+    writer.close()
+    assert answer.startswith(b"HTTP/1.1 502")
+    [warning] = [r for r in caplog.records if r.levelno == logging.WARNING]
+    line = warning.getMessage()
+    assert "\r" not in line
+    assert "\n" not in line
+    assert "/v1/x\\r2026-01-01 ERROR forged" in line

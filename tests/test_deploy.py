@@ -25,7 +25,8 @@ from yarl import URL
 from proxy import __version__
 from proxy.cli import build_parser, main
 from proxy.settings import Settings, load_settings
-from proxy.shell.app import OWN_PREFIX, create_app
+from proxy.shell.app import create_app
+from proxy.shell.handlers import OWN_PREFIX
 from tests.conftest import StartProxy, StartUpstream, port_of
 from tests.test_failures import free_port
 from tests.test_readiness import models_app

@@ -7,7 +7,10 @@ instead (forwards raw bytes, or aborts the connection so the client sees a trunc
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Final
+
+#: how much of a client's value an error message quotes
+MAX_SHOWN: Final = 80
 
 
 class ProxyError(Exception):
@@ -19,6 +22,15 @@ class ProxyError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+def shown(value: object) -> str:
+    """A client's value as an error message quotes it: its repr, cut to about MAX_SHOWN
+    characters (a 1 MB value is not sent back whole)."""
+    if isinstance(value, str | bytes) and len(value) > MAX_SHOWN:
+        return repr(value[:MAX_SHOWN]) + f"... ({len(value)} characters)"
+    text = repr(value)
+    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "..."
 
 
 class ConfigError(ProxyError):

@@ -5,7 +5,10 @@
   has already matched the client's name; answers in the Responses and Messages protocols echo
   it (their encoders keep the client's name).
 * ``max_tokens_limit``: a cap on ``max_tokens``, ``max_completion_tokens`` and
-  ``max_output_tokens`` (Claude Code asks 64,000, more than many servers' context).
+  ``max_output_tokens`` (Claude Code asks 64,000, more than many servers' context), in every
+  form a server may read as a number: ``99999``, ``99999.0``, ``1e9`` and the string
+  ``"99999"`` (vLLM takes the last two) all become the limit. A value that is no number
+  (``true``, ``"many"``, a list) is a 400: passed on, it could be read as one past the cap.
 
 Pure: a body in, the changed fields out; the shell re-encodes the body only when one changed.
 """
@@ -13,9 +16,12 @@ Pure: a body in, the changed fields out; the shell re-encodes the body only when
 from __future__ import annotations
 
 import fnmatch
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+from proxy.core.errors import ClientRequestError, shown
 
 TOKEN_LIMIT_KEYS: Final = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 
@@ -53,7 +59,22 @@ class Forwarding:
         if limit is not None:
             for key in TOKEN_LIMIT_KEYS:
                 value = body.get(key)
-                if isinstance(value, int) and not isinstance(value, bool) and value > limit:
+                if value is not None and _tokens(key, value) > limit:
                     body[key] = limit
                     changed.append(key)
         return changed
+
+
+def _tokens(key: str, value: object) -> float:
+    """The number of tokens ``value`` asks for, however it is written; a 400 for no number."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            pass
+        else:
+            if not math.isnan(number):
+                return number
+    raise ClientRequestError(f"{key}: must be a number, not {shown(value)}")

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from proxy.core.errors import NoRouteError
+from proxy.core.errors import NoRouteError, shown
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,7 @@ class Router:
                 return upstream
         if self._default is not None:
             return self._default
-        raise NoRouteError(f"no upstream serves model {model!r}")
+        raise NoRouteError(f"no upstream serves model {shown(model)}")
 
 
 def upstream_url(base_url: str, raw_path_and_query: str) -> str:

@@ -10,7 +10,8 @@ turns it off. Fields: ``time``, ``request_id``, ``method``, ``path``, ``upstream
 ``model``, ``status``, ``duration_ms``, ``ttfb_ms`` (request received to the first body byte
 sent; null without a body), ``bytes`` and ``chunks`` (body bytes and writes sent to the
 client), ``bytes_upstream`` (body bytes read from the upstream), ``rewritten``, ``end``,
-``repairs`` (kind -> count) and ``upstream_errors`` (kinds). With several workers
+``repairs`` (kind -> count) and ``upstream_errors`` (kinds). ``end`` is
+``proxy_error`` for a request the proxy failed on (proxy.shell.middlewares). With several workers
 (``workers`` > 1) every JSON line also names the process that wrote it, ``worker`` (1..N),
 right after ``time``; with one worker the field is absent.
 """
@@ -69,12 +70,23 @@ def access_middleware(own_prefix: str) -> Middleware:
             raise
         else:
             exchange.status = exchange.status or response.status
+            _count_own_body(exchange, response)
             return response
         finally:
             metrics.end(exchange)
             log_exchange(exchange)
 
     return middleware
+
+
+def _count_own_body(exchange: Exchange, response: web.StreamResponse) -> None:
+    """A whole body of the proxy's own making (an error, a model list, a token count) that
+    nothing counted on its way: aiohttp writes it once the middlewares are done."""
+    if exchange.meter.writes or response.prepared or not isinstance(response, web.Response):
+        return
+    body = response.body
+    if isinstance(body, bytes) and body:
+        exchange.meter.sending(body)
 
 
 def access_fields(exchange: Exchange, now: float) -> dict[str, Any]:

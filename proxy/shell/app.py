@@ -16,13 +16,15 @@ from proxy.shell.accesslog import access_middleware
 from proxy.shell.app_state import STATE, ProxyState, UpstreamConfig
 from proxy.shell.auth import ClientKeys, auth_middleware
 from proxy.shell.body import expect_handler
+from proxy.shell.drain import Drain
 from proxy.shell.fleet_metrics import Fleet
-from proxy.shell.handlers import handle_proxy
+from proxy.shell.handlers import OWN_PREFIX, handle_proxy
 from proxy.shell.keepalive import reuse_tracing
 from proxy.shell.limits import Slots
 from proxy.shell.metrics import METRICS, Metrics, handle_metrics
 from proxy.shell.middlewares import (
     error_middleware,
+    note_response_started,
     request_id_middleware,
     request_line_middleware,
 )
@@ -34,10 +36,6 @@ from proxy.shell.template_probe import (
     read_until_answered,
     reads_template,
 )
-
-# The proxy's own endpoints live under a prefix that no LLM server uses, so that an upstream's
-# /health and /metrics stay reachable through the proxy.
-OWN_PREFIX = "/-/"
 
 
 def build_upstreams(settings: Settings) -> dict[str, UpstreamConfig]:
@@ -83,8 +81,10 @@ PUBLIC: Final = frozenset({handle_health, handle_ready})
 def create_app(settings: Settings, fleet: Fleet | None = None) -> web.Application:
     """The proxy's app; ``fleet`` when it is one of several workers (its ``/-/metrics`` then
     reports them all)."""
+    drain = Drain(settings.timeouts.shutdown_grace)
     middlewares: list[Middleware] = [
         request_id_middleware,
+        drain.middleware(),
         access_middleware(OWN_PREFIX),
         error_middleware,
         request_line_middleware,
@@ -94,6 +94,9 @@ def create_app(settings: Settings, fleet: Fleet | None = None) -> web.Applicatio
     app = web.Application(
         middlewares=middlewares, client_max_size=settings.limits.max_request_body_bytes
     )
+    app.on_response_prepare.append(note_response_started)
+    app.on_shutdown.append(drain.on_shutdown)
+    app.on_cleanup.append(drain.on_cleanup)
     upstreams = build_upstreams(settings)
     router = Router([u.route for u in upstreams.values()], settings.default_upstream)
     app[METRICS] = Metrics(upstreams)

@@ -37,3 +37,5 @@ class ProxyState:
 
 STATE = web.AppKey("state", ProxyState)
 REQUEST_ID = web.RequestKey("request_id", str)
+#: set once the response's head is prepared (its status can no longer change)
+RESPONSE_STARTED = web.RequestKey("response_started", bool)

@@ -1,13 +1,20 @@
 """Which key the upstream gets, by how the request goes (proxy/core/policy.py's modes).
 
-* Chat, passthrough: the upstream's ``api_key_env`` as ``Authorization: Bearer``, replacing
-  the client's (as before).
+An upstream with a key of its own (``api_key_env``) gets that key and nothing of the client's:
+neither its ``Authorization`` nor its ``x-api-key``.
+
+* Chat, passthrough: the upstream's key as ``Authorization: Bearer``; without one, the client's
+  headers as they came.
 * Translate (a Messages or Responses client over a chat upstream): the upstream's key as
   Bearer; without one, the client's ``x-api-key`` as Bearer, so that the key a user gave
   Claude Code reaches a chat server that checks keys. The Anthropic-only headers
   (``x-api-key``, ``anthropic-version``, ``anthropic-beta``) are not sent to a chat server.
-* Native Messages: the upstream's key as ``x-api-key``, replacing the client's key in either
-  header.
+* Native Messages, and its ``count_tokens`` (passed through to the upstream's own): the
+  upstream's key as ``x-api-key``, replacing the client's key in either header.
+* ``GET /v1/models``, asked of every upstream: a keyed upstream its key as Bearer; a keyless
+  one the client's ``Authorization``, as a request routed to it would carry it, and the
+  client's ``x-api-key`` only where a Messages request routed to it would (native mode, or
+  ``normalize = false``), never to one that translates Messages.
 
 With inbound keys on (``auth``), the client's key is the proxy's and is never forwarded.
 """
@@ -25,7 +32,7 @@ _ANTHROPIC = ("anthropic-version", "anthropic-beta")
 
 def apply_credentials(
     headers: CIMultiDict[str],
-    plan: Plan | None,
+    plan: Plan,
     authorization: str | None,
     *,
     auth_enabled: bool,
@@ -35,8 +42,7 @@ def apply_credentials(
     if auth_enabled:  # the client's key is the proxy's: never forwarded
         headers.popall(hdrs.AUTHORIZATION, None)
         headers.popall(API_KEY, None)
-    mode = plan.mode if plan is not None else None
-    if mode is Mode.TRANSLATE:
+    if plan.mode is Mode.TRANSLATE:
         client_key = headers.popall(API_KEY, [""])[0].strip()
         for name in _ANTHROPIC:
             headers.popall(name, None)
@@ -47,11 +53,37 @@ def apply_credentials(
         return
     if authorization is None:
         return
-    native_messages = (
-        mode is Mode.NATIVE and plan is not None and plan.protocol is not None
-    ) and plan.protocol.name == "messages"
-    if native_messages:
+    if _native_messages(plan):
         headers.popall(hdrs.AUTHORIZATION, None)
         headers[API_KEY] = authorization.removeprefix("Bearer ")
         return
+    headers.popall(API_KEY, None)
     headers[hdrs.AUTHORIZATION] = authorization  # replaces every client value
+
+
+def apply_listing_credentials(
+    headers: CIMultiDict[str],
+    messages_plan: Plan,
+    authorization: str | None,
+    *,
+    auth_enabled: bool,
+) -> None:
+    """``GET /v1/models`` to one upstream: ``messages_plan`` is how a Messages request routed
+    to it goes (whether it would carry the client's ``x-api-key``)."""
+    if auth_enabled:
+        headers.popall(hdrs.AUTHORIZATION, None)
+        headers.popall(API_KEY, None)
+    if authorization is not None:
+        headers.popall(API_KEY, None)
+        headers[hdrs.AUTHORIZATION] = authorization
+    elif messages_plan.mode is Mode.TRANSLATE:
+        headers.popall(API_KEY, None)
+
+
+def _native_messages(plan: Plan) -> bool:
+    """A request to an upstream's own Messages API: /v1/messages in native mode, or one of
+    the paths beside it (count_tokens) passed through to that upstream."""
+    native = plan.mode is Mode.NATIVE or (
+        plan.mode is Mode.PASSTHROUGH and plan.protocol is not None
+    )
+    return native and plan.protocol is not None and plan.protocol.name == "messages"

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import cache
 from time import perf_counter
-from typing import Any
+from typing import Any, Final, TypeVar
 
 import orjson
 from aiohttp import (
@@ -29,9 +30,10 @@ from aiohttp import (
 from multidict import CIMultiDict
 from yarl import URL
 
-from proxy.core.errors import ClientRequestError, UpstreamError, UpstreamTimeout
+from proxy.core.errors import ClientRequestError, NoRouteError, UpstreamError, UpstreamTimeout
 from proxy.core.forwarding import Forwarding
 from proxy.core.policy import Mode, Plan, plan_request, rewrites_response
+from proxy.core.protocols.base import ChatRequest
 from proxy.core.protocols.chat.normalize import (
     RequestInfo,
     StreamNormalizer,
@@ -39,9 +41,11 @@ from proxy.core.protocols.chat.normalize import (
 )
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.protocols.responses.context import ToolRef
+from proxy.core.request_limits import check_depth, check_tools
 from proxy.core.request_repairs.native import NATIVE_REQUEST_REPAIRS
+from proxy.core.request_repairs.needs import TemplateNeeds
 from proxy.core.request_repairs.repair import repair_request
-from proxy.core.routing import is_safe_path, upstream_url
+from proxy.core.routing import Upstream, is_safe_path, upstream_url
 from proxy.settings import Settings
 from proxy.shell import keepalive
 from proxy.shell.app_state import (
@@ -51,9 +55,9 @@ from proxy.shell.app_state import (
     UpstreamConfig,
 )
 from proxy.shell.bodies import media_type, read_capped
-from proxy.shell.body import ForwardedBody, body_facts, read_body
-from proxy.shell.credentials import apply_credentials
-from proxy.shell.exchange import EXCHANGE, Exchange
+from proxy.shell.body import ForwardedBody, body_model, read_body
+from proxy.shell.credentials import apply_credentials, apply_listing_credentials
+from proxy.shell.exchange import EXCHANGE
 from proxy.shell.forwarded import set_forwarded
 from proxy.shell.headers import end_to_end
 from proxy.shell.metrics import METRICS
@@ -68,14 +72,31 @@ from proxy.shell.translated import (
 
 log = logging.getLogger("toolcall_proxy")
 
+# The proxy's own endpoints live under a prefix that no LLM server uses, so that an upstream's
+# /health and /metrics stay reachable through the proxy.
+OWN_PREFIX: Final = "/-/"
 
-async def handle_proxy(request: web.Request) -> web.StreamResponse:
-    state = request.app[STATE]
+NO_INFO: Final = RequestInfo()
+
+
+def check_target(request: web.Request) -> None:
+    """Refuse a target that is not a path, or a path that climbs (400)."""
     if not request.raw_path.startswith("/"):
         # An absolute-form target (GET http://host/ HTTP/1.1) asks for a forward proxy.
         raise ClientRequestError("the request target must be a path; this is not a forward proxy")
     if not is_safe_path(request.raw_path):
         raise ClientRequestError("the request path has dot segments")
+
+
+async def handle_proxy(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    check_target(request)
+    if request.path.startswith(OWN_PREFIX):
+        # not one of the proxy's endpoints, and never an upstream's: the prefix is the proxy's
+        raise NoRouteError(
+            f"no such endpoint: the proxy's own are {OWN_PREFIX}health, {OWN_PREFIX}ready"
+            f" and {OWN_PREFIX}metrics (GET)"
+        )
     if request.method == "GET" and request.path == "/v1/models":
         return await handle_models(request)
     body, payload = await read_body(
@@ -83,10 +104,10 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
         limit=state.settings.limits.max_request_body_bytes,
         time_limit=state.settings.timeouts.request_body,
     )
-    facts = body_facts(payload)
+    model = body_model(payload)
     exchange = request[EXCHANGE]
-    exchange.model = facts.model
-    upstream = state.upstream(state.router.route(facts.model).name)
+    exchange.model = model
+    upstream = state.upstream(_route(state, model, body, payload).name)
     exchange.upstream = upstream.route.name
     plan = plan_request(
         request.method,
@@ -94,54 +115,114 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
         normalize=upstream.normalize is not None,
         modes=upstream.options.protocol_modes(),
     )
-    if plan.mode is Mode.LOCAL:
-        return local_answer(plan, payload)
     forwarding = upstream.options.forwarding()
+    _check_payload(state.settings, plan, forwarding, payload)
+    size = len(body) if body is not None else 0
+    if plan.mode is Mode.LOCAL:
+        return await off_loop(size, local_answer, plan, payload)
+    needs = upstream.template.needs
     if plan.mode is Mode.TRANSLATE:
-        chat = translate_request(plan, payload)
+        chat, data, repairs = await off_loop(size, _translated, plan, payload, forwarding, needs)
+        payload = None  # what the chat request does not share of it goes now
+        exchange.request_repairs.update(repairs)
         request.app[METRICS].dropped(plan.protocol.name if plan.protocol else "", chat.dropped)
-        # the proxy built this request: it goes out as every template takes it
-        fixed = repair_request(chat.body, upstream.template.needs)
-        exchange.request_repairs.update(fixed.repairs)
-        chat = replace(chat, body=fixed.body)
-        forwarding.apply(chat.body)
         with upstream.slots.take():
             async with UpstreamCall(
-                request,
-                state,
-                upstream,
-                orjson.dumps(chat.body),
-                path=plan.upstream_path,
-                plan=plan,
+                request, state, upstream, data, path=plan.upstream_path, plan=plan
             ) as resp:
                 return await respond_translated(request, state, upstream, plan, chat, resp)
-    repaired, sent = False, payload
+    # the request as the upstream's chat template takes it (docs/repairs.md): a chat client's
+    # under request_repairs = "auto", a native one's for what local servers cannot take
+    sent, repairs = payload, Counter[str]()
     names: Mapping[str, ToolRef] = {}
     if plan.mode is Mode.CHAT and upstream.normalize and upstream.normalize.request_repairs:
-        sent, repaired = _repaired(payload, upstream, exchange)
+        sent, repairs = await off_loop(size, _repaired_chat, payload, needs)
     elif plan.mode is Mode.NATIVE and plan.protocol is not None and isinstance(payload, dict):
-        native = NATIVE_REQUEST_REPAIRS[plan.protocol.name](payload)
-        exchange.request_repairs.update(native.repairs)
-        sent, repaired, names = native.body, bool(native.repairs), native.names
-    body = _forwarded(forwarding, sent, body, repaired=repaired)
+        native = await off_loop(size, NATIVE_REQUEST_REPAIRS[plan.protocol.name], payload)
+        sent, repairs, names = native.body, native.repairs, native.names
+    exchange.request_repairs.update(repairs)
+    body = _forwarded(forwarding, sent, body, repaired=bool(repairs))
+    # what a chat completion's repair needs of the request (its tools), read only for one
+    info = RequestInfo.from_body(payload) if plan.mode is Mode.CHAT else NO_INFO
     if plan.mode is not Mode.NATIVE:
-        payload = sent = None  # a chat completion or passthrough needs only its facts
+        payload = sent = None  # a chat completion or passthrough needs only what was taken
     with upstream.slots.take():
         async with UpstreamCall(request, state, upstream, body, plan=plan) as resp:
             if plan.mode is Mode.NATIVE:
                 return await respond_native(request, state, upstream, plan, payload, resp, names)
-            return await _respond(request, state, upstream, plan, facts.info, resp)
+            return await _respond(request, state, upstream, plan, info, resp)
 
 
-def _repaired(payload: object, upstream: UpstreamConfig, exchange: Exchange) -> tuple[object, bool]:
-    """A chat client's request as the upstream's template takes it (request_repairs = "auto"),
-    and whether that changed it; the very payload when no rule applies, so that its bytes go
-    out as they came."""
+def _route(
+    state: ProxyState, model: str | None, body: bytes | bytearray | None, payload: object
+) -> Upstream:
+    """The upstream for ``model``; a body that names none because it is no JSON object is
+    the client's mistake, said as such (a 400), where the router alone could only say 404."""
+    try:
+        return state.router.route(model)
+    except NoRouteError:
+        if model is None and body and not isinstance(payload, dict):
+            what = "not valid JSON" if payload is None else "not a JSON object"
+            raise ClientRequestError(
+                f"the request body is {what}, so it names no model, and with several upstreams"
+                " and no default_upstream the proxy cannot tell which one serves it"
+            ) from None
+        raise
+
+
+#: a body at least this large is translated (or answered) in a worker thread: the conversion
+#: is Python, a second or more for a million conversation turns, and on the event loop it
+#: would stall every stream; the thread shares the GIL, which the loop gets back every few
+#: milliseconds. A smaller body costs less than a thread's hand-over.
+OFF_LOOP_BYTES: Final = 1 << 20
+
+_T = TypeVar("_T")
+
+
+async def off_loop(size: int, work: Callable[..., _T], *args: object) -> _T:
+    """``work(*args)``, in a worker thread when the body is ``OFF_LOOP_BYTES`` or more."""
+    if size < OFF_LOOP_BYTES:
+        return work(*args)
+    return await asyncio.to_thread(work, *args)
+
+
+def _translated(
+    plan: Plan, payload: object, forwarding: Forwarding, needs: TemplateNeeds
+) -> tuple[ChatRequest, bytes, Counter[str]]:
+    """The chat request for the client's, as every template takes it (the proxy built it:
+    the request repairs always apply), its body as sent (``model_map`` and
+    ``max_tokens_limit`` applied), and the request repairs made."""
+    chat = translate_request(plan, payload)
+    fixed = repair_request(chat.body, needs)
+    chat = replace(chat, body=fixed.body)
+    forwarding.apply(chat.body)
+    return chat, orjson.dumps(chat.body), fixed.repairs
+
+
+def _repaired_chat(payload: object, needs: TemplateNeeds) -> tuple[object, Counter[str]]:
+    """A chat client's request as the upstream's template takes it, and the repairs; the very
+    payload when no rule applies, so that its bytes go out as they came."""
     if not isinstance(payload, dict):
-        return payload, False
-    repaired = repair_request(payload, upstream.template.needs)
-    exchange.request_repairs.update(repaired.repairs)
-    return repaired.body, bool(repaired.repairs)
+        return payload, Counter()
+    repaired = repair_request(payload, needs)
+    return repaired.body, repaired.repairs
+
+
+#: the plans whose request body the proxy reads beyond its model (translates, repairs against,
+#: or answers itself)
+_READS_BODY: Final = frozenset({Mode.TRANSLATE, Mode.NATIVE, Mode.LOCAL})
+
+
+def _check_payload(settings: Settings, plan: Plan, forwarding: Forwarding, payload: object) -> None:
+    """The bounds of proxy/core/request_limits.py, on a body the proxy goes on to work on or
+    write again, before anything is done with it."""
+    reads = plan.mode in _READS_BODY
+    if reads:  # first: it reads list lengths only
+        check_tools(payload, settings.limits.max_tools)
+    if reads or (forwarding.active and isinstance(payload, dict)):
+        check_depth(payload, settings.limits.max_json_depth)
+    if plan.mode is Mode.NATIVE and plan.protocol is not None and isinstance(payload, dict):
+        plan.protocol.check_native(payload)
 
 
 def _forwarded(
@@ -245,7 +326,17 @@ def _upstream_headers(
 ) -> CIMultiDict[str]:
     headers = end_to_end(request.headers, drop=[hdrs.HOST, hdrs.CONTENT_LENGTH, hdrs.EXPECT])
     # the client's key is for the proxy only when auth is on; the upstream's replaces it
-    apply_credentials(headers, plan, upstream.authorization, auth_enabled=settings.auth.enabled)
+    auth = settings.auth.enabled
+    if plan is None:  # GET /v1/models, asked of every upstream
+        messages = plan_request(
+            "POST",
+            "/v1/messages",
+            normalize=upstream.normalize is not None,
+            modes=upstream.options.protocol_modes(),
+        )
+        apply_listing_credentials(headers, messages, upstream.authorization, auth_enabled=auth)
+    else:
+        apply_credentials(headers, plan, upstream.authorization, auth_enabled=auth)
     if upstream.options.normalize:
         # A response we may rewrite must arrive uncompressed; others keep the client's choice.
         headers[hdrs.ACCEPT_ENCODING] = "identity"

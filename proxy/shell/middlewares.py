@@ -1,4 +1,10 @@
-"""Middlewares: a request id on every request, HTTP/1.x only, errors as OpenAI-shaped JSON."""
+"""Middlewares: a request id on every request, HTTP/1.x only, errors as OpenAI-shaped JSON.
+
+Whatever a handler raises reaches the client in its protocol's shape: a ProxyError with its
+status, any other exception (a bug in the proxy) as a 500, logged once with its traceback and
+the request id. After the response has started, a status can no longer be sent: the
+connection is closed without ending the response, so the client sees the cut.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +19,23 @@ from aiohttp.typedefs import Handler
 
 from proxy.core.errors import MethodNotAllowed, NotHTTP1, ProxyError
 from proxy.core.policy import client_protocol
-from proxy.shell.app_state import REQUEST_ID
+from proxy.shell.app_state import REQUEST_ID, RESPONSE_STARTED
+from proxy.shell.exchange import EXCHANGE
 
 log = logging.getLogger("toolcall_proxy")
 
 # A client's id is echoed and forwarded, so it must be a short, header-safe token.
 _CLIENT_ID: Final = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+MAX_LOGGED_PATH: Final = 256
+#: how the access line's ``end`` names a request the proxy failed on (a bug: logged)
+PROXY_ERROR: Final = "proxy_error"
+
+
+def loggable(text: str, limit: int = MAX_LOGGED_PATH) -> str:
+    """``text`` as one safe log line: control characters escaped (a decoded path may hold a
+    CR or LF, which would start a forged line), cut to ``limit`` characters."""
+    shown = text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
 def error_body(message: str, type_: str, status: int) -> bytes:
@@ -75,7 +92,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return await handler(request)
     except ProxyError as exc:
         if exc.status >= 500:
-            log.warning("%s %s: %s", request.method, request.path, exc.message)
+            log.warning("%s %s: %s", request.method, loggable(request.path), exc.message)
         response = error_response(exc.status, exc.message, exc.type, request)
         response.headers.extend(exc.headers)
         if exc.closes_connection:
@@ -85,6 +102,37 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         if exc.status < 400:
             raise
         return error_response(exc.status, exc.reason, "invalid_request_error", request)
+    except Exception as exc:
+        return _internal_error(request, exc)
+
+
+def _internal_error(request: web.Request, exc: Exception) -> web.Response:
+    """A bug in the proxy: logged once, with its traceback, and answered as a 500 in the
+    client's protocol's shape, or, once the response has started, by closing the connection
+    without ending it."""
+    log.error(
+        "request %s: %s %s failed inside the proxy",
+        request[REQUEST_ID],
+        request.method,
+        loggable(request.path),
+        exc_info=exc,
+    )
+    exchange = request.get(EXCHANGE)
+    if exchange is not None:
+        exchange.end = exchange.end or PROXY_ERROR
+    if request.get(RESPONSE_STARTED):
+        if request.transport is not None:
+            request.transport.close()
+        # What aiohttp finishes of this goes nowhere: the transport is closing. The access
+        # line keeps the status that was sent.
+        return web.Response(status=500)
+    message = f"the proxy failed on this request (request id {request[REQUEST_ID]}); see its log"
+    return error_response(500, message, "proxy_error", request)
+
+
+async def note_response_started(request: web.Request, response: web.StreamResponse) -> None:
+    """``on_response_prepare``: from here on the status is sent and cannot change."""
+    request[RESPONSE_STARTED] = True
 
 
 async def _answer_and_close(request: web.Request, response: web.Response) -> web.Response:
@@ -96,6 +144,9 @@ async def _answer_and_close(request: web.Request, response: web.Response) -> web
     """
     response.force_close()
     response.headers["X-Request-Id"] = request[REQUEST_ID]
+    exchange = request.get(EXCHANGE)
+    if exchange is not None and isinstance(response.body, bytes):
+        exchange.meter.sending(response.body)
     await response.prepare(request)
     await response.write_eof()
     request.protocol.force_close()  # the answer is flushed before the socket closes

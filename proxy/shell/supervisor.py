@@ -11,6 +11,7 @@ signals on a self-pipe, which keeps the fork safe (no threads, no loop to inheri
   to drain (each lets its open responses run up to ``timeouts.shutdown_grace``).
   A worker still running ``KILL_MARGIN`` seconds after that is killed. It exits 0 when every
   worker exited 0, else 1.
+* SIGHUP: ignored, with one log line (proxy.shell.hangup); the workers ignore it silently.
 * A worker that exits otherwise (a crash, the OOM killer, ``kill -9``) is logged and started
   again in the same slot (same number, same metrics socket). One that dies within
   ``QUICK_DEATH`` seconds of its start waits before the next start, twice as long each time
@@ -37,6 +38,7 @@ from yarl import URL
 
 from proxy.core.errors import ConfigError
 from proxy.settings import Settings
+from proxy.shell import hangup
 from proxy.shell.fleet_metrics import Fleet
 from proxy.shell.limits import LISTEN_BACKLOG
 from proxy.shell.worker import run_worker
@@ -48,7 +50,7 @@ FIRST_BACKOFF: Final = 0.5
 MAX_BACKOFF: Final = 30.0
 KILL_MARGIN: Final = 10.0
 STOP_SIGNALS: Final = frozenset({signal.SIGTERM, signal.SIGINT})
-WATCHED: Final = (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT)
+WATCHED: Final = (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 LoopFactory = Callable[[], asyncio.AbstractEventLoop]
 
@@ -67,8 +69,17 @@ def supervise(settings: Settings, new_loop: LoopFactory) -> int:
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
-    family, *_ = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-    return socket.create_server((host, port), family=family, backlog=LISTEN_BACKLOG)
+    """The bound, listening socket; a port in use or a host that is not this machine's is a
+    ConfigError (one line, exit status 2), not a traceback."""
+    try:
+        family, *_ = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        return socket.create_server((host, port), family=family, backlog=LISTEN_BACKLOG)
+    except OSError as exc:
+        raise ConfigError(
+            f"host, port: cannot listen on {host}:{port}: {exc.strerror or exc}"
+        ) from None
 
 
 @dataclass(slots=True)
@@ -115,7 +126,10 @@ class Supervisor:
         )
         while True:
             select.select([self._wake_r], [], [], self._timeout())
-            if self._signals() & STOP_SIGNALS and self._stop_deadline is None:
+            signals = self._signals()
+            if signal.SIGHUP in signals:
+                hangup.say_ignored()
+            if signals & STOP_SIGNALS and self._stop_deadline is None:
                 self._begin_stop()
             self._reap()
             if self._stop_deadline is None:
@@ -153,6 +167,7 @@ class Supervisor:
             # the supervisor closes when it stops: the worker drains as soon as it serves.
             for signum in STOP_SIGNALS:
                 signal.signal(signum, signal.SIG_IGN)
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the supervisor says it (hangup.py)
             for fd in (self._wake_r, self._wake_w, self._lifeline_w):
                 os.close(fd)
             fleet = Fleet(slot.worker, len(self._slots), self._runtime_dir)

@@ -73,3 +73,6 @@ class ClientProtocol:
     native_completion: NativeCompletion
     #: path suffix -> an answer the proxy gives itself in translate mode (count_tokens)
     local: dict[str, Callable[[JSONObject], JSONObject]] = field(default_factory=dict)
+    #: native mode: what the repairer will read of the request (its tools), checked before
+    #: the request is sent; raises ClientRequestError for a 400
+    check_native: Callable[[JSONObject], None] = lambda body: None

@@ -21,7 +21,11 @@ from proxy.core.protocols.messages.encode import MessagesEncoder
 from proxy.core.protocols.messages.errors import error_body
 from proxy.core.protocols.messages.native import NativeMessages
 from proxy.core.protocols.messages.native_completion import repair_message
-from proxy.core.protocols.messages.request import MessagesContext, translate_request
+from proxy.core.protocols.messages.request import (
+    MessagesContext,
+    convert_tools,
+    translate_request,
+)
 
 
 def to_chat(body: JSONObject) -> ChatRequest:
@@ -32,6 +36,12 @@ def to_chat(body: JSONObject) -> ChatRequest:
 def encoder(context: object, new_id: Callable[[], str], stream: bool) -> MessagesEncoder:
     assert isinstance(context, MessagesContext)
     return MessagesEncoder(context, new_id)
+
+
+def check_native(body: JSONObject) -> None:
+    """The tools the native repairer reads (for the markup dialects): a 400 before the
+    upstream generates anything, not one after."""
+    convert_tools(body.get("tools"))
 
 
 def native(
@@ -61,4 +71,5 @@ PROTOCOL = ClientProtocol(
     native=native,
     native_completion=native_completion,
     local={"/count_tokens": count_tokens},
+    check_native=check_native,
 )

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import orjson
 
-from proxy.core.errors import ClientRequestError
+from proxy.core.errors import ClientRequestError, shown
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.messages.dropped import Dropped
 
@@ -37,14 +37,15 @@ def block_text(content: object, dropped: Dropped, where: str) -> str:
     if not isinstance(content, list):
         raise ClientRequestError(f"{where}: content must be a string or a list of blocks")
     texts: list[str] = []
-    for block in content:
+    for position, block in enumerate(content):
         if not isinstance(block, dict):
             raise ClientRequestError(f"{where}: every content block must be an object")
         _note_cache_control(block, dropped)
-        if block.get("type") == "text":
+        kind = _kind(block, f"{where}[{position}]")
+        if kind == "text":
             texts.append(_text_of(block, where))
         else:
-            dropped.block(block.get("type"))
+            dropped.block(kind)
     return TEXT_JOIN.join(texts)
 
 
@@ -67,7 +68,7 @@ def convert_messages(messages: object, dropped: Dropped) -> tuple[list[JSONObjec
         elif role == "user":
             out.extend(_user(content, dropped, where))
         else:
-            raise ClientRequestError(f"{where}.role: must be user or assistant, not {role!r}")
+            raise ClientRequestError(f"{where}.role: must be user or assistant, not {shown(role)}")
     return out, system
 
 
@@ -76,9 +77,9 @@ def _assistant(content: object, dropped: Dropped, where: str) -> list[JSONObject
         return [{"role": "assistant", "content": content}]
     texts: list[str] = []
     calls: list[JSONObject] = []
-    for block in _blocks(content, where):
+    for position, block in enumerate(_blocks(content, where)):
         _note_cache_control(block, dropped)
-        kind = block.get("type")
+        kind = _kind(block, f"{where}.content[{position}]")
         if kind == "text":
             texts.append(_text_of(block, where))
         elif kind in ("tool_use", "server_tool_use"):
@@ -98,13 +99,13 @@ def _user(content: object, dropped: Dropped, where: str) -> list[JSONObject]:
         return [{"role": "user", "content": content}]
     out: list[JSONObject] = []
     parts: list[JSONObject] = []
-    for block in _blocks(content, where):
+    for position, block in enumerate(_blocks(content, where)):
         _note_cache_control(block, dropped)
-        kind = block.get("type")
+        kind = _kind(block, f"{where}.content[{position}]")
         if kind == "text":
             parts.append({"type": "text", "text": _text_of(block, where)})
         elif kind == "image":
-            image = _image(block, dropped)
+            image = _image(block, dropped, f"{where}.content[{position}]")
             if image is not None:
                 parts.append(image)
         elif kind == "tool_result":
@@ -130,7 +131,10 @@ def _tool_call(block: JSONObject, where: str) -> JSONObject:
     ident, name = block.get("id"), block.get("name")
     if not isinstance(ident, str) or not isinstance(name, str):
         raise ClientRequestError(f"{where}: a tool_use block needs a string id and name")
-    arguments = orjson.dumps(block.get("input") or {}).decode()
+    given = block.get("input")
+    if given is not None and not isinstance(given, dict):
+        raise ClientRequestError(f"{where}: a tool_use block's input must be an object")
+    arguments = orjson.dumps(given or {}).decode()
     return {"id": ident, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
@@ -144,22 +148,38 @@ def _tool_message(block: JSONObject, dropped: Dropped, where: str) -> JSONObject
     return {"role": "tool", "tool_call_id": ident, "content": text}
 
 
-def _image(block: JSONObject, dropped: Dropped) -> JSONObject | None:
+def _image(block: JSONObject, dropped: Dropped, where: str) -> JSONObject | None:
     source = block.get("source")
     if isinstance(source, dict):
         if source.get("type") == "base64":
-            url = f"data:{source.get('media_type')};base64,{source.get('data')}"
+            media_type, data = _string(source, "media_type", where), _string(source, "data", where)
+            url = f"data:{media_type};base64,{data}"
             return {"type": "image_url", "image_url": {"url": url}}
-        if source.get("type") == "url" and isinstance(source.get("url"), str):
-            return {"type": "image_url", "image_url": {"url": source["url"]}}
+        if source.get("type") == "url":
+            return {"type": "image_url", "image_url": {"url": _string(source, "url", where)}}
     dropped.block("image")
     return None
+
+
+def _string(source: JSONObject, key: str, where: str) -> str:
+    value = source.get(key)
+    if not isinstance(value, str):
+        raise ClientRequestError(f"{where}.source.{key}: must be a string")
+    return value
 
 
 def _blocks(content: object, where: str) -> list[JSONObject]:
     if not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
         raise ClientRequestError(f"{where}.content: must be a string or a list of blocks")
     return content
+
+
+def _kind(block: JSONObject, where: str) -> str | None:
+    """A block's ``type``: a string, or absent (an unknown block, dropped)."""
+    kind = block.get("type")
+    if kind is not None and not isinstance(kind, str):
+        raise ClientRequestError(f"{where}.type: must be a string")
+    return kind
 
 
 def _text_of(block: JSONObject, where: str) -> str:

@@ -76,7 +76,8 @@ class Dropped:
         self._names[f"tools.{base if base in TOOLS else 'other'}"] = None
 
     def block(self, kind: object) -> None:
-        self._names[f"content.{kind if kind in BLOCKS else 'other'}"] = None
+        known = isinstance(kind, str) and kind in BLOCKS
+        self._names[f"content.{kind if known else 'other'}"] = None
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from proxy.core.errors import ClientRequestError
+from proxy.core.errors import ClientRequestError, shown
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.messages.content import block_text, convert_messages
 from proxy.core.protocols.messages.dropped import Dropped
@@ -60,6 +60,8 @@ def translate_request(body: JSONObject) -> Translated:
     model = body.get("model")
     if not isinstance(model, str):
         raise ClientRequestError("model: a string is required")
+    if body.get("stream") is not None and not isinstance(body["stream"], bool):
+        raise ClientRequestError("stream: must be a boolean")
     messages, inner_system = convert_messages(body.get("messages"), dropped)
     system = _system(body.get("system"), inner_system, dropped)
     chat: JSONObject = {"model": model, "messages": system + messages}
@@ -91,14 +93,16 @@ def convert_tools(tools: object, dropped: Dropped | None = None) -> list[JSONObj
     if not isinstance(tools, list):
         raise ClientRequestError("tools: must be a list")
     out: list[JSONObject] = []
-    for tool in tools:
-        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
-            raise ClientRequestError("tools: every tool needs a string name")
+    for position, tool in enumerate(tools):
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) or not tool["name"]:
+            raise ClientRequestError(f"tools[{position}].name: every tool needs a string name")
         schema = tool.get("input_schema")
-        if not isinstance(schema, dict):
+        if schema is None:  # a server tool (web_search_20250305, ...): run on Anthropic's side
             if dropped is not None:
                 dropped.tool(tool.get("type"))
             continue
+        if not isinstance(schema, dict):
+            raise ClientRequestError(f"tools[{position}].input_schema: must be an object")
         if dropped is not None and "cache_control" in tool:
             dropped.field("cache_control")
         function: JSONObject = {"name": tool["name"], "parameters": schema}
@@ -137,7 +141,7 @@ def _tool_choice(choice: object, chat: JSONObject, dropped: Dropped) -> None:
     elif kind == "tool" and isinstance(choice.get("name"), str):
         chat["tool_choice"] = {"type": "function", "function": {"name": choice["name"]}}
     else:
-        raise ClientRequestError(f"tool_choice: unknown type {kind!r}")
+        raise ClientRequestError(f"tool_choice: unknown type {shown(kind)}")
     if choice.get("disable_parallel_tool_use") is True and kind != "none":
         chat["parallel_tool_calls"] = False
 

@@ -18,6 +18,7 @@ from proxy.core.protocols.responses.native import NativeStream
 from proxy.core.protocols.responses.native_completion import repair_completion
 from proxy.core.protocols.responses.native_request import NativeRequest
 from proxy.core.protocols.responses.request import translate_request
+from proxy.core.protocols.responses.tools import convert_tools
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -46,6 +47,12 @@ def error_body(status: int, message: str) -> bytes:
     return orjson.dumps({"error": {"message": message, "type": kind, "param": None, "code": None}})
 
 
+def check_native(body: JSONObject) -> None:
+    """The tools the native repairer reads (for the markup dialects), as translate mode
+    would read them: a 400 before the upstream generates anything, not a failure after."""
+    convert_tools(body.get("tools"))
+
+
 def native(*, new_id: Callable[[], str], request: object, options: UpstreamOptions) -> NativeStream:
     return NativeStream(new_id, NativeRequest.from_body(request), options=options)
 
@@ -65,4 +72,5 @@ PROTOCOL = ClientProtocol(
     error_body=error_body,
     native=native,
     native_completion=native_completion,
+    check_native=check_native,
 )

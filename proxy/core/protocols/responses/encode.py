@@ -61,6 +61,10 @@ _INCOMPLETE: Final = {
 }
 
 
+#: the opening events' stand-in for the request's tools
+_NO_TOOLS: Final[JSONObject] = {"tools": []}
+
+
 class ResponsesEncoder:
     def __init__(
         self, context: ResponsesContext, new_id: Callable[[], str], *, stream: bool = True
@@ -228,6 +232,8 @@ class ResponsesEncoder:
         return {"type": f"response.{self._status}", "response": self.response()}
 
     def _response(self, status: str, *, whole: bool) -> JSONObject:
+        """The Response object; only the whole one (the last event's, or the body) echoes the
+        request's ``tools``, which may be megabytes: the opening events carry none."""
         reason = _INCOMPLETE.get(self._finish) if self._finish is not None else None
         error = None
         if self._failed is not None:
@@ -240,6 +246,7 @@ class ResponsesEncoder:
             "error": error,
             "incomplete_details": {"reason": reason} if status == "incomplete" else None,
             **self._ctx.echo,
+            **({} if whole else _NO_TOOLS),
             "model": self._model or "",
             "output": [item.full() for item in self._items] if whole else [],
             "usage": self._usage_object() if whole and self._status != "in_progress" else None,

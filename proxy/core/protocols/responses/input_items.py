@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from proxy.core.errors import ClientRequestError
+from proxy.core.errors import ClientRequestError, shown
 from proxy.core.protocols.responses.tools import ChatTools
 
 JSONObject = dict[str, Any]
@@ -38,12 +38,14 @@ def convert_input(
         return messages
     if not isinstance(items, list):
         raise ClientRequestError("'input' must be a string or an array of items")
-    for item in items:
+    for position, item in enumerate(items):
         if not isinstance(item, dict):
             raise ClientRequestError("each entry of 'input' must be an object")
         kind = item.get("type", "message")
+        if not isinstance(kind, str):
+            raise ClientRequestError(f"input[{position}].type: must be a string")
         if kind == "message":
-            messages.append(_message(item, dropped))
+            messages.append(_message(item, dropped, f"input[{position}]"))
         elif kind in ("function_call", "custom_tool_call"):
             _assistant_turn(messages)["tool_calls"].append(_call(item, tools))
         elif kind in ("function_call_output", "custom_tool_call_output"):
@@ -59,10 +61,11 @@ def convert_input(
     return messages
 
 
-def _message(item: JSONObject, dropped: list[str]) -> JSONObject:
-    role = _ROLES.get(item.get("role", ""))
+def _message(item: JSONObject, dropped: list[str], where: str) -> JSONObject:
+    given = item.get("role", "")
+    role = _ROLES.get(given) if isinstance(given, str) else None
     if role is None:
-        raise ClientRequestError(f"unknown input message role {item.get('role')!r}")
+        raise ClientRequestError(f"{where}.role: unknown input message role {shown(given)}")
     content = item.get("content")
     if isinstance(content, str):
         return {"role": role, "content": content}
@@ -71,6 +74,8 @@ def _message(item: JSONObject, dropped: list[str]) -> JSONObject:
     parts: list[JSONObject] = []
     for part in content:
         kind = part.get("type") if isinstance(part, dict) else None
+        if not isinstance(kind, str):
+            kind = None
         if kind in _TEXT_PARTS and isinstance(part.get(_TEXT_PARTS[kind]), str):
             parts.append({"type": "text", "text": part[_TEXT_PARTS[kind]]})
         elif kind == "input_image" and role == "user" and isinstance(part.get("image_url"), str):

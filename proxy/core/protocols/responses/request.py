@@ -61,8 +61,15 @@ def translate_request(body: JSONObject) -> tuple[JSONObject, ResponsesContext, t
             )
     if "input" not in body:
         raise ClientRequestError("'input' is required")
+    if body.get("stream") is not None and not isinstance(body["stream"], bool):
+        raise ClientRequestError("'stream' must be a boolean")
+    instructions = body.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise ClientRequestError("'instructions' must be a string")
     dropped: list[str] = []
     tools = convert_tools(body.get("tools"))
+    if tools.collision is not None:
+        raise ClientRequestError(tools.collision)
     dropped += tools.dropped
     chat: JSONObject = {
         "model": body.get("model"),
@@ -80,8 +87,11 @@ def translate_request(body: JSONObject) -> tuple[JSONObject, ResponsesContext, t
         chat["tool_choice"] = choice
     if dropped_choice is not None:
         dropped.append(dropped_choice)
-    if body.get("max_output_tokens") is not None:
-        chat["max_tokens"] = body["max_output_tokens"]
+    limit = body.get("max_output_tokens")
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int | float | str):
+            raise ClientRequestError("'max_output_tokens' must be a number")
+        chat["max_tokens"] = limit
     _reasoning(body.get("reasoning"), chat, dropped)
     _text_format(body.get("text"), chat, dropped)
     dropped += sorted(key for key in body if key not in _MAPPED and key not in _STATEFUL)

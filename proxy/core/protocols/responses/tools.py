@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.core.errors import ClientRequestError
+from proxy.core.errors import ClientRequestError, shown
 from proxy.core.protocols.responses.context import NAMESPACE_SEPARATOR, ToolKind, ToolRef
 
 JSONObject = dict[str, Any]
@@ -24,12 +24,27 @@ class ChatTools:
     tools: list[JSONObject] = field(default_factory=list)
     refs: dict[str, ToolRef] = field(default_factory=dict)  # chat name -> client tool
     dropped: list[str] = field(default_factory=list)
+    origins: dict[str, str] = field(default_factory=dict)  # chat name -> the client's tool
+    collision: str | None = None  # the first two tools of one chat name, said as an error
 
     def chat_name(self, name: str, namespace: object = None) -> str:
         """The chat function name of the client's tool ``name`` (in ``namespace``)."""
         if isinstance(namespace, str) and namespace:
             return f"{namespace}{NAMESPACE_SEPARATOR}{name}"
         return name
+
+    def claim(self, chat_name: str, origin: str) -> None:
+        """Note where a chat name comes from, and the first time two of the client's tools
+        take one (a function ``ns__fn`` beside ``fn`` in namespace ``ns``; a function and a
+        custom tool of one name): translated, a call to it could not be told apart."""
+        earlier = self.origins.get(chat_name)
+        if earlier is None:
+            self.origins[chat_name] = origin
+        elif self.collision is None:
+            self.collision = (
+                f"tools: {earlier} and {origin} would both reach the upstream as"
+                f" {shown(chat_name)}; rename one"
+            )
 
 
 def convert_tools(tools: object) -> ChatTools:
@@ -38,20 +53,28 @@ def convert_tools(tools: object) -> ChatTools:
         return out
     if not isinstance(tools, list):
         raise ClientRequestError("'tools' must be an array")
-    for tool in tools:
+    for position, tool in enumerate(tools):
         if not isinstance(tool, dict):
             raise ClientRequestError("each entry of 'tools' must be an object")
         kind = tool.get("type")
+        where = f"tools[{position}]"
         if kind == "function":
-            _add_function(out, tool, namespace=None)
+            _add_function(out, tool, namespace=None, where=where)
         elif kind == "namespace":
-            for inner in tool.get("tools") or ():
+            inner_tools = tool.get("tools")
+            if inner_tools is not None and not isinstance(inner_tools, list):
+                raise ClientRequestError(
+                    f"a namespace's 'tools' must be an array (namespace {shown(_name(tool))})"
+                )
+            for index, inner in enumerate(inner_tools or ()):
                 if isinstance(inner, dict) and inner.get("type", "function") == "function":
-                    _add_function(out, inner, namespace=_name(tool))
+                    _add_function(
+                        out, inner, namespace=_name(tool), where=f"{where}.tools[{index}]"
+                    )
                 else:
                     out.dropped.append(f"tools.namespace.{_type(inner)}")
         elif kind == "custom":
-            _add_custom(out, tool)
+            _add_custom(out, tool, where=where)
         else:
             out.dropped.append(f"tools.{_type(tool)}")
     return out
@@ -79,9 +102,11 @@ def convert_tool_choice(choice: object, tools: ChatTools) -> tuple[object, str |
     raise ClientRequestError("'tool_choice' must be a string or an object")
 
 
-def _add_function(out: ChatTools, tool: JSONObject, *, namespace: str | None) -> None:
+def _add_function(out: ChatTools, tool: JSONObject, *, namespace: str | None, where: str) -> None:
     name = _name(tool)
     chat_name = out.chat_name(name, namespace)
+    of = f" of namespace {shown(namespace)}" if namespace is not None else ""
+    out.claim(chat_name, f"function {shown(name)}{of} ({where})")
     function: JSONObject = {"name": chat_name}
     for key in ("description", "parameters", "strict"):
         if tool.get(key) is not None:
@@ -92,8 +117,9 @@ def _add_function(out: ChatTools, tool: JSONObject, *, namespace: str | None) ->
         out.refs[chat_name] = ToolRef(ToolKind.FUNCTION, name, namespace)
 
 
-def _add_custom(out: ChatTools, tool: JSONObject) -> None:
+def _add_custom(out: ChatTools, tool: JSONObject, *, where: str) -> None:
     name = _name(tool)
+    out.claim(name, f"custom tool {shown(name)} ({where})")
     given = tool.get("description")
     description = given if isinstance(given, str) else ""
     grammar = tool.get("format")
@@ -114,7 +140,7 @@ def _add_custom(out: ChatTools, tool: JSONObject) -> None:
 def _name(tool: JSONObject) -> str:
     name = tool.get("name")
     if not isinstance(name, str) or not name:
-        raise ClientRequestError(f"a tool of type {_type(tool)!r} has no name")
+        raise ClientRequestError(f"a tool of type {shown(_type(tool))} has no name")
     return name
 
 

@@ -1,0 +1,133 @@
+"""A loopback upstream that takes any request a client's mistake could turn into, for the tests
+of issue 26's request side: it records what reached it and always answers in good shape.
+
+* ``POST .../chat/completions``: a short text, streamed when the body says ``stream: true``,
+  else one completion (whatever else the body holds);
+* ``POST .../responses`` and ``.../messages`` (native mode): a short, canonical stream of the
+  protocol, or its whole object without ``stream: true``;
+* ``POST .../messages/count_tokens``: ``{"input_tokens": 1}``;
+* ``GET .../models``: one model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+CHAT_STREAM = (
+    b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":'
+    b'[{"index":0,"delta":{"role":"assistant","content":"ok"},"finish_reason":null}]}\n\n'
+    b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":'
+    b'[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+    b"data: [DONE]\n\n"
+)
+CHAT_COMPLETION = orjson.dumps(
+    {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+)
+
+
+def _sse(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(
+        b"event: %s\ndata: %s\n\n" % (event["type"].encode(), orjson.dumps(event))
+        for event in events
+    )
+
+
+_RESPONSE = {
+    "id": "resp_1",
+    "object": "response",
+    "created_at": 1,
+    "status": "completed",
+    "model": "m",
+    "output": [
+        {
+            "type": "message",
+            "id": "msg_1",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "ok", "annotations": []}],
+        }
+    ],
+    "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
+}
+RESPONSES_STREAM = _sse(
+    [
+        {"type": "response.created", "response": {**_RESPONSE, "status": "in_progress"}},
+        {"type": "response.completed", "response": _RESPONSE},
+    ]
+)
+_MESSAGE = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "m",
+    "content": [{"type": "text", "text": "ok"}],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 1, "output_tokens": 1},
+}
+MESSAGES_STREAM = _sse(
+    [
+        {"type": "message_start", "message": {**_MESSAGE, "content": [], "stop_reason": None}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ok"}},
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": 1},
+        },
+        {"type": "message_stop"},
+    ]
+)
+
+
+class AnyUpstream:
+    """The upstream app; ``requests`` holds (path, headers, body bytes) of each, in order."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, dict[str, str], bytes]] = []
+        self.app = web.Application(client_max_size=1 << 30)
+        self.app.router.add_route("*", "/{tail:.*}", self._any)
+
+    @property
+    def bodies(self) -> list[Any]:
+        return [orjson.loads(body) if body else None for _, _, body in self.requests]
+
+    async def _any(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        self.requests.append((request.path, dict(request.headers), body))
+        try:
+            payload = orjson.loads(body) if body else None
+        except orjson.JSONDecodeError:
+            payload = None
+        stream = isinstance(payload, dict) and payload.get("stream") is True
+        path = request.path
+        if path.endswith("/models"):
+            return web.json_response({"object": "list", "data": [{"id": "m", "object": "model"}]})
+        if path.endswith("/count_tokens"):
+            return web.json_response({"input_tokens": 1})
+        if path.endswith("/chat/completions"):
+            if stream:
+                return web.Response(body=CHAT_STREAM, content_type="text/event-stream")
+            return web.Response(body=CHAT_COMPLETION, content_type="application/json")
+        if path.endswith("/responses"):
+            if stream:
+                return web.Response(body=RESPONSES_STREAM, content_type="text/event-stream")
+            return web.json_response(_RESPONSE)
+        if path.endswith("/messages"):
+            if stream:
+                return web.Response(body=MESSAGES_STREAM, content_type="text/event-stream")
+            return web.json_response(_MESSAGE)
+        return web.json_response({"ok": True})
