@@ -8,7 +8,11 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from proxy.core.protocols.messages.native_request import native_request as messages_native
+from proxy.core.protocols.responses.native_tools import native_request as responses_native
 from proxy.core.repairs import Repair
 from proxy.core.request_repairs import ids
 from proxy.core.request_repairs.needs import FAMILIES, TemplateNeeds, needs_of_template
@@ -391,3 +395,38 @@ def test_needs_are_recognised_from_the_templates_own_words():
     assert needs_of_template("{{ py_type(spec.type) }}").schema_single_types
     assert needs_of_template("{{ messages }}").no_tool_role
     assert needs_of_template("{{ messages }} {{ tools }}") == TemplateNeeds()
+
+
+_ROLES_AND_TYPES = st.sampled_from(
+    ["user", "assistant", "tool", "system", "developer", "function", "namespace", "custom",
+     "message", "function_call", "custom_tool_call", "text", "input_text", "array", "null"]
+)  # fmt: skip
+_KEYS = st.sampled_from(
+    ["role", "content", "tool_calls", "id", "tool_call_id", "function", "name", "arguments",
+     "type", "tools", "input", "parameters", "properties", "anyOf", "items", "namespace",
+     "text", "messages", "system", "call_id", "format", "enum"]
+)  # fmt: skip
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5) | _ROLES_AND_TYPES,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=5),
+    max_leaves=30,
+)
+_EVERY_NEED = TemplateNeeds(**{name: True for name in TemplateNeeds.__dataclass_fields__})
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["messages", "tools", "input", "text", "tool_choice", "system"]),
+        _JSON,
+        max_size=4,
+    )
+)
+def test_any_json_body_is_repaired_without_an_error_and_left_as_it_was(body: dict[str, Any]):
+    """Wrong-typed fields anywhere (a list for a role, a number for an id): the repairers raise
+    nothing, and the client's body is never changed in place."""
+    before = copy.deepcopy(body)
+    repair_request(body, _EVERY_NEED)
+    repair_request(body)
+    responses_native(body)
+    messages_native(body)
+    assert body == before

@@ -84,22 +84,22 @@ def _mistral_ids(messages: Messages) -> Messages:
             out.append(message)
             continue
         calls = message.get("tool_calls")
-        if isinstance(calls, list) and any(
-            isinstance(c, dict) and c.get("id") in mapping for c in calls
-        ):
+        if isinstance(calls, list) and any(_mapped(c, "id", mapping) for c in calls):
             message = {
                 **message,
                 "tool_calls": [
-                    {**c, "id": mapping[c["id"]]}
-                    if isinstance(c, dict) and c.get("id") in mapping
-                    else c
-                    for c in calls
+                    {**c, "id": mapping[c["id"]]} if _mapped(c, "id", mapping) else c for c in calls
                 ],
             }
-        if message.get("role") == "tool" and message.get("tool_call_id") in mapping:
+        if message.get("role") == "tool" and _mapped(message, "tool_call_id", mapping):
             message = {**message, "tool_call_id": mapping[message["tool_call_id"]]}
         out.append(message)
     return out
+
+
+def _mapped(obj: object, key: str, mapping: dict[str, str]) -> bool:
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return isinstance(value, str) and value in mapping
 
 
 #: the message rules, in the order they run: (kind, rule, needed by this template?)

@@ -60,7 +60,9 @@ def native_request(body: JSONObject) -> tuple[JSONObject, Mapping[str, ToolRef],
     if isinstance(tools, list) and any(
         isinstance(t, dict) and t.get("type") != "function" for t in tools
     ):
-        kinds = {t.get("type") for t in tools if isinstance(t, dict)}
+        kinds = {
+            t.get("type") for t in tools if isinstance(t, dict) and isinstance(t.get("type"), str)
+        }
         if "namespace" in kinds:
             repairs[Repair.NAMESPACE_TOOL] = 1
         if "custom" in kinds:
@@ -99,7 +101,10 @@ def _message_text(item: JSONObject) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, list) and all(
-        isinstance(p, dict) and p.get("type") in _TEXT_PARTS and isinstance(p.get("text"), str)
+        isinstance(p, dict)
+        and isinstance(p.get("type"), str)
+        and p["type"] in _TEXT_PARTS
+        and isinstance(p.get("text"), str)
         for p in content
     ):
         return "".join(p["text"] for p in content)
@@ -107,11 +112,10 @@ def _message_text(item: JSONObject) -> str | None:
 
 
 def _is_message(item: object, roles: frozenset[str]) -> bool:
-    return (
-        isinstance(item, dict)
-        and item.get("type", "message") == "message"
-        and item.get("role") in roles
-    )
+    if not isinstance(item, dict) or item.get("type", "message") != "message":
+        return False
+    role = item.get("role")
+    return isinstance(role, str) and role in roles
 
 
 def _turns(out: JSONObject, repairs: Counter[str]) -> None:
@@ -234,7 +238,8 @@ class NamesBack:
         return [self._frame(payload)]
 
     def _is_custom(self, payload: JSONObject) -> bool:
-        return payload.get("item_id") in self._custom
+        item_id = payload.get("item_id")
+        return isinstance(item_id, str) and item_id in self._custom
 
     def _frame(self, payload: JSONObject) -> bytes:
         number = payload.get("sequence_number")
