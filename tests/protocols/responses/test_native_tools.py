@@ -93,6 +93,8 @@ def test_namespace_custom_and_hosted_tools_become_functions_or_go():
 class Inner:
     def __init__(self) -> None:
         self.repairs: Counter[str] = Counter()
+        self.held_bytes = 0
+        self.over = False
 
     def feed(self, chunk: bytes) -> list[bytes]:
         return [chunk]

@@ -178,6 +178,19 @@ class NamesBack:
         # out, and its arguments' end becomes two events; later numbers move by as much
         self._shift = 0
 
+    @property
+    def held_bytes(self) -> int:
+        """What the inner stream holds (the events it writes reach this one whole)."""
+        return self._inner.held_bytes
+
+    @held_bytes.setter
+    def held_bytes(self, value: int) -> None:
+        self._inner.held_bytes = value
+
+    @property
+    def over(self) -> bool:
+        return self._inner.over
+
     def feed(self, chunk: bytes) -> list[bytes]:
         return self._rewrite(self._decoder, self._inner.feed(chunk), final=False)
 
