@@ -31,6 +31,7 @@ from proxy.core.forwarding import Forwarding
 from proxy.core.markup import check_names
 from proxy.core.policy import ProtocolMode
 from proxy.core.request_limits import MAX_JSON_DEPTH
+from proxy.core.request_repairs.needs import FAMILIES, TemplateNeeds
 
 ENV_PREFIX = "TOOLCALL_PROXY_"
 DEFAULT_PORT = 8090
@@ -65,6 +66,14 @@ class UpstreamSettings(_Strict):
     # client's model name or a glob -> the upstream's name; a cap on the token limits asked.
     model_map: dict[str, str] = Field(default_factory=dict)
     max_tokens_limit: int | None = Field(None, ge=1)
+    # Chat clients' requests reshaped so that the model's chat template takes them
+    # (docs/repairs.md, "What it repairs in requests"): "auto" changes only shapes known to
+    # break a template, "off" forwards every chat request untouched. Translated requests are
+    # always repaired (the proxy builds them).
+    request_repairs: Literal["auto", "off"] = "auto"
+    # The upstream's template family, for what only some templates need: "auto" reads the
+    # template from llama-server's GET /props; a family name for servers that do not show it.
+    template: str = "auto"
 
     @field_validator("responses", "messages")
     @classmethod
@@ -98,6 +107,19 @@ class UpstreamSettings(_Strict):
             if not pattern or not target:
                 raise ValueError("model names and patterns must not be empty")
         return value
+
+    @field_validator("template")
+    @classmethod
+    def _known_family(cls, value: str) -> str:
+        if value != "auto" and value not in FAMILIES:
+            raise ValueError(
+                f"unknown template family {value!r}; known: auto, {', '.join(FAMILIES)}"
+            )
+        return value
+
+    def template_needs(self) -> TemplateNeeds | None:
+        """The needs the setting names; None: read them from the upstream (``"auto"``)."""
+        return None if self.template == "auto" else FAMILIES[self.template]
 
     def forwarding(self) -> Forwarding:
         return Forwarding(self.model_map, self.max_tokens_limit)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import traceback
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,14 @@ def start_upstream(aiohttp_server: Any) -> StartUpstream:
         return server
 
     return start
+
+
+def template_probe(method: str, path: str, headers: Mapping[str, str]) -> bool:
+    """The proxy's own ask for an upstream's chat template (``GET /props``, issue 23): it
+    serves no client, so it carries no ``X-Request-Id``, which the proxy puts on every
+    request it forwards. An upstream that records every request skips it (answering as a
+    server without /props), so that it records only what clients sent."""
+    return method == "GET" and path.endswith("/props") and "X-Request-Id" not in headers
 
 
 def upstream_url(server: TestServer, prefix: str = "") -> str:

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+NO_PROPS = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
 @dataclass
@@ -85,6 +86,14 @@ class RawUpstream:
         self.conns.append(conn)
         try:
             conn.head = await reader.readuntil(b"\r\n\r\n")
+            if _template_probe(conn.head):
+                self.conns.remove(conn)
+                # the proxy asks for the chat template at start (issue 23): answered as a
+                # server without /props answers, outside the scripts and their connections
+                writer.write(NO_PROPS)
+                await writer.drain()
+                writer.close()
+                return
             length = _content_length(conn.head)
             conn.body = await reader.readexactly(length) if length else b""
             await self.script(conn)
@@ -94,6 +103,14 @@ class RawUpstream:
             self.errors.append(exc)
         finally:
             self._tasks.discard(task)
+
+
+def _template_probe(head: bytes) -> bool:
+    """The proxy's own GET /props (tests/conftest.py's template_probe)."""
+    line, _, rest = head.partition(b"\r\n")
+    method, _, target = line.partition(b" ")
+    path = target.partition(b" ")[0].partition(b"?")[0]
+    return method == b"GET" and path.endswith(b"/props") and b"x-request-id:" not in rest.lower()
 
 
 def _content_length(head: bytes) -> int:

@@ -16,6 +16,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from tests.conftest import template_probe
+
 CHAT_STREAM = (
     b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":'
     b'[{"index":0,"delta":{"role":"assistant","content":"ok"},"finish_reason":null}]}\n\n'
@@ -106,6 +108,8 @@ class AnyUpstream:
         return [orjson.loads(body) if body else None for _, _, body in self.requests]
 
     async def _any(self, request: web.Request) -> web.StreamResponse:
+        if template_probe(request.method, request.path, request.headers):
+            return web.Response(status=404)  # the proxy's own, not a client's (issue 23)
         body = await request.read()
         self.requests.append((request.path, dict(request.headers), body))
         try:

@@ -387,7 +387,17 @@ async def test_calls_recovered_from_text_are_counted_by_dialect(
         == 1
     )
     samples = await scrape(proxy)
-    assert value(samples, "toolcall_proxy_repairs_total", kind="markup-in-content", **labels) == 1
+    # side="response": the stream's repairs (issue 23 added the request's, side="request")
+    assert (
+        value(
+            samples,
+            "toolcall_proxy_repairs_total",
+            kind="markup-in-content",
+            side="response",
+            **labels,
+        )
+        == 1
+    )
     [record] = [r.access for r in caplog.records if r.name == "toolcall_proxy.access"]  # type: ignore[attr-defined]
     assert record["rewritten"] is True
     assert record["repairs"]["markup-in-content:hermes"] == 1
@@ -493,7 +503,12 @@ async def test_repairs_outside_the_golden_cases_show_too(
     for kind in kinds:
         assert (
             await eventually(
-                proxy, "toolcall_proxy_repairs_total", upstream="u", model="m", kind=kind
+                proxy,
+                "toolcall_proxy_repairs_total",
+                upstream="u",
+                model="m",
+                kind=kind,
+                side="response",  # issue 23: the label tells the stream's from the request's
             )
             >= 1
         ), kind
@@ -525,7 +540,11 @@ async def test_a_repaired_whole_completion_counts_its_repairs_and_bytes(
     labels = {"upstream": "up0", "model": "m"}
     assert (
         await eventually(
-            proxy, "toolcall_proxy_repairs_total", kind="arguments-not-a-string", **labels
+            proxy,
+            "toolcall_proxy_repairs_total",
+            kind="arguments-not-a-string",
+            side="response",  # issue 23: the label tells the stream's from the request's
+            **labels,
         )
         == 1
     )

@@ -16,15 +16,17 @@ TABLE_HEADER = "| repair kind |"
 
 
 def documented_kinds(readme: str) -> set[str]:
-    """The kinds named in the first column of the repair table (``kind:<dialect>`` as ``kind``)."""
+    """The kinds named in the first column of the repair tables, the stream's and the
+    requests' (issue 23) (``kind:<dialect>`` as ``kind``)."""
     lines = readme.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(TABLE_HEADER))
+    starts = [i for i, line in enumerate(lines) if line.startswith(TABLE_HEADER)]
     kinds: set[str] = set()
-    for line in lines[start + 2 :]:  # past the header and its --- row
-        if not line.startswith("|"):
-            break
-        first_column = line.split("|")[1]
-        kinds.update(name.partition(":")[0] for name in re.findall(r"`([^`]+)`", first_column))
+    for start in starts:
+        for line in lines[start + 2 :]:  # past the header and its --- row
+            if not line.startswith("|"):
+                break
+            first_column = line.split("|")[1]
+            kinds.update(name.partition(":")[0] for name in re.findall(r"`([^`]+)`", first_column))
     return kinds
 
 
@@ -45,3 +47,7 @@ def test_the_table_reader_sees_a_missing_row() -> None:
     row = next(line for line in readme.splitlines() if line.startswith("| `empty-arguments` |"))
     assert Repair.EMPTY_ARGUMENTS not in documented_kinds(readme.replace(row + "\n", ""))
     assert Repair.EMPTY_ARGUMENTS in documented_kinds(readme)
+    request_row = next(
+        line for line in readme.splitlines() if line.startswith("| `developer-role` |")
+    )
+    assert Repair.DEVELOPER_ROLE not in documented_kinds(readme.replace(request_row + "\n", ""))

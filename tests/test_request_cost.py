@@ -139,7 +139,11 @@ async def test_a_large_request_is_translated_off_the_event_loop(
     )
     body = {
         "model": "m",
-        "input": [{"role": "user", "content": f"turn {n:06}"} for n in range(turns)],
+        # the turns alternate: consecutive user messages would be merged into one (issue 23)
+        "input": [
+            {"role": "assistant" if n % 2 else "user", "content": f"turn {n:06}"}
+            for n in range(turns)
+        ],
         "metadata": {"k": "v"},
     }
     data = orjson.dumps(body)

@@ -15,7 +15,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from tests.conftest import StartProxy, StartUpstream
+from tests.conftest import StartProxy, StartUpstream, template_probe
 
 
 class Upstream:
@@ -28,6 +28,8 @@ class Upstream:
         self.traced: list[int] = []
 
     async def handler(self, request: web.Request) -> web.Response:
+        if template_probe(request.method, request.path, request.headers):
+            return web.Response(status=404)
         size = 0
         while chunk := await request.content.readany():  # discarded: it must not count
             if tracemalloc.is_tracing() and not size:

@@ -22,7 +22,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from proxy.core.errors import ConfigError
 from proxy.settings import UpstreamSettings, load_settings
 from proxy.shell.auth import ClientKeys
-from tests.conftest import StartProxy, StartUpstream, port_of, upstream_url
+from tests.conftest import StartProxy, StartUpstream, port_of, template_probe, upstream_url
 from tests.raw_upstream import Conn, raw_upstream
 
 
@@ -33,6 +33,8 @@ class Recorder:
         self.seen: list[tuple[str, CIMultiDictProxy[str]]] = []
 
     async def handler(self, request: web.Request) -> web.Response:
+        if template_probe(request.method, request.path, request.headers):
+            return web.Response(status=404)
         self.seen.append((request.raw_path, request.headers))
         return web.Response(text="upstream", headers={"X-Upstream": "yes"})
 

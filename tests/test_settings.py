@@ -101,6 +101,14 @@ def test_file_values_and_environment_overrides(
             '[[upstreams]]\nname = "a"\nurl = "http://x"\nmessages = "bridge"\n',
             r"upstreams\[0\]\.messages",
         ),
+        (
+            '[[upstreams]]\nname = "a"\nurl = "http://x"\ntemplate = "mistal"\n',
+            r"upstreams\[0\]\.template: unknown template family 'mistal'; known: auto, generic",
+        ),
+        (
+            '[[upstreams]]\nname = "a"\nurl = "http://x"\nrequest_repairs = true\n',
+            r"upstreams\[0\]\.request_repairs",
+        ),
     ],
 )
 def test_invalid_config_names_the_key(tmp_path: Path, text: str, message: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from proxy.core.request_repairs.needs import TemplateNeeds
 from proxy.core.sse import DEFAULT_MAX_EVENT_BYTES
 
 DEFAULT_MAX_HELD_BYTES: Final = 1 << 20
@@ -36,6 +37,12 @@ class UpstreamOptions:
     max_held_bytes: int = DEFAULT_MAX_HELD_BYTES
     #: a whole (non-streamed) body larger than this is not rewritten
     max_response_body_bytes: int = DEFAULT_MAX_RESPONSE_BODY_BYTES
+    #: chat clients' requests reshaped for the chat template (request_repairs = "auto"); the
+    #: translated ones always are
+    request_repairs: bool = True
+    #: what the upstream's template needs, as its ``template`` setting names the family;
+    #: None ("auto"): read from the upstream's own template (shell/template_probe.py)
+    template: TemplateNeeds | None = None
 
 
 @dataclass(frozen=True, slots=True)

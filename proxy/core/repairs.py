@@ -117,6 +117,29 @@ class Repair(StrEnum):
     NONSTANDARD_EVENT = "nonstandard-event"  # R8: detected only, passed through
     PARALLEL_WRAPPER = "parallel-wrapper"  # R9: detected only, passed through
 
+    # The request side: the chat request reshaped so that the upstream's chat template takes
+    # it (proxy/core/request_repairs/; counted with side="request", REQUEST_SIDE below)
+    DEVELOPER_ROLE = "developer-role"  # `developer` for `system`
+    SYSTEM_NOT_FIRST = "system-not-first"  # several system messages, or one past the first
+    TEXT_PARTS_AS_LIST = "text-parts-as-list"  # a content part list holding only text
+    SAME_ROLE_CONSECUTIVE = "same-role-consecutive"  # user after user, assistant after assistant
+    CALL_CONTENT_NULL = "tool-call-content-null"  # an assistant's calls with content null
+    FIRST_TURN_NOT_USER = "first-turn-not-user"  # the first message past the system one
+    PARALLEL_CALLS_UNSUPPORTED = "parallel-calls-unsupported"  # Llama 3.x: one call a message
+    USER_AFTER_TOOL_RESULTS = "user-after-tool-results"  # Mistral: turns must alternate
+    CALL_ID_NOT_MISTRAL = "call-id-not-mistral"  # Mistral: ids of nine letters and digits
+    SYSTEM_ROLE_UNSUPPORTED = "system-role-unsupported"  # Gemma 2: no system role
+    SCHEMA_TYPE_LIST = "schema-type-list"  # `"type": ["string", "null"]` in a tool's schema
+    SCHEMA_UNION = "schema-union"  # `anyOf` / `oneOf` under a template that takes one type
+    SCHEMA_TYPE_MISSING = "schema-type-missing"  # a parameter without a type (Seed-OSS)
+    SCHEMA_ARRAY_TYPE = "schema-array-type"  # Command-R+ cannot render an array's type
+    TOOL_ROLE_UNSUPPORTED = "tool-role-unsupported"  # Gemma 2: calls and results as text
+    # ... and a native Responses request (responses/native_tools.py)
+    NAMESPACE_TOOL = "namespace-tool"  # flattened into functions (Codex's multi_agent_v1)
+    CUSTOM_TOOL = "custom-tool"  # a freeform tool sent as a function with one `input`
+    HOSTED_TOOL = "hosted-tool"  # web_search and the like: OpenAI's own, dropped
+    TEXT_WITHOUT_FORMAT = "text-without-format"  # `text: {verbosity}`: LM Studio refuses it
+
 
 # Kinds that report what was seen without changing a byte (docs/quirks.md Q18, R8, R9).
 # A repeated call is dropped only from markup (which comes with markup-in-content) or under
@@ -127,6 +150,33 @@ DETECTED_ONLY: Final = frozenset(
         Repair.CALL_DUPLICATED,
         Repair.NONSTANDARD_EVENT,
         Repair.PARALLEL_WRAPPER,
+    }
+)
+
+
+# The kinds of the request side (metrics label side="request"); every other kind is the
+# response's.
+REQUEST_SIDE: Final = frozenset(
+    {
+        Repair.DEVELOPER_ROLE,
+        Repair.SYSTEM_NOT_FIRST,
+        Repair.TEXT_PARTS_AS_LIST,
+        Repair.SAME_ROLE_CONSECUTIVE,
+        Repair.CALL_CONTENT_NULL,
+        Repair.FIRST_TURN_NOT_USER,
+        Repair.PARALLEL_CALLS_UNSUPPORTED,
+        Repair.USER_AFTER_TOOL_RESULTS,
+        Repair.CALL_ID_NOT_MISTRAL,
+        Repair.SYSTEM_ROLE_UNSUPPORTED,
+        Repair.SCHEMA_TYPE_LIST,
+        Repair.SCHEMA_UNION,
+        Repair.SCHEMA_TYPE_MISSING,
+        Repair.SCHEMA_ARRAY_TYPE,
+        Repair.TOOL_ROLE_UNSUPPORTED,
+        Repair.NAMESPACE_TOOL,
+        Repair.CUSTOM_TOOL,
+        Repair.HOSTED_TOOL,
+        Repair.TEXT_WITHOUT_FORMAT,
     }
 )
 

@@ -109,6 +109,7 @@ def access_fields(exchange: Exchange, now: float) -> dict[str, Any]:
         "end": exchange.end,
         # by name: the counters are keyed by Repair members, and orjson takes only str keys
         "repairs": {str(kind): count for kind, count in exchange.all_repairs().items()},
+        "request_repairs": {str(kind): count for kind, count in exchange.request_repairs.items()},
         "upstream_errors": [kind for _, kind in exchange.upstream_errors],
     }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Final
 
@@ -28,18 +29,27 @@ from proxy.shell.middlewares import (
     request_line_middleware,
 )
 from proxy.shell.readiness import READINESS, Readiness, handle_ready
+from proxy.shell.template_probe import (
+    START_TIMEOUT,
+    TemplateState,
+    read_template,
+    read_until_answered,
+    reads_template,
+)
 
 
 def build_upstreams(settings: Settings) -> dict[str, UpstreamConfig]:
     configs = {}
     for options in settings.upstreams:
         key = options.api_key()
+        core = upstream_options(options, settings) if options.normalize else None
         configs[options.name] = UpstreamConfig(
             route=Upstream(options.name, options.url, tuple(options.models)),
             options=options,
             authorization=f"Bearer {key}" if key is not None else None,
-            normalize=upstream_options(options, settings) if options.normalize else None,
+            normalize=core,
             slots=Slots(options.name, options.max_concurrent_requests),
+            template=TemplateState(core.template if core is not None else None),
         )
     return configs
 
@@ -55,6 +65,8 @@ def upstream_options(options: UpstreamSettings, settings: Settings) -> UpstreamO
         max_event_bytes=limits.max_event_bytes,
         max_held_bytes=limits.max_held_bytes,
         max_response_body_bytes=limits.max_response_body_bytes,
+        request_repairs=options.request_repairs == "auto",
+        template=options.template_needs(),
     )
 
 
@@ -107,7 +119,28 @@ def create_app(settings: Settings, fleet: Fleet | None = None) -> web.Applicatio
             trace_configs=[reuse_tracing()],
         )
         app[STATE] = ProxyState(settings, router, upstreams, session)
+        # each upstream's chat template, read once at start (and on readiness rounds); one
+        # that does not answer yet (still loading its model) is asked again in the background
+        asking = [u for u in upstreams.values() if reads_template(u)]
+        answered = await asyncio.gather(
+            *(
+                read_template(
+                    session, u.route.base_url, u.authorization, u.template, timeout=START_TIMEOUT
+                )
+                for u in asking
+            )
+        )
+        probes = [
+            asyncio.create_task(
+                read_until_answered(session, u.route.base_url, u.authorization, u.template)
+            )
+            for u, done in zip(asking, answered, strict=True)
+            if not done
+        ]
         yield
+        for probe in probes:
+            probe.cancel()
+        await asyncio.gather(*probes, return_exceptions=True)
         await session.close()
 
     app.cleanup_ctx.append(client_session)

@@ -11,6 +11,7 @@ from proxy.core.options import UpstreamOptions
 from proxy.core.routing import Router, Upstream
 from proxy.settings import Settings, UpstreamSettings
 from proxy.shell.limits import Slots
+from proxy.shell.template_probe import TemplateState
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +21,7 @@ class UpstreamConfig:
     authorization: str | None  # "Bearer <key>" from the environment, never from the file
     normalize: UpstreamOptions | None  # None: this upstream is pure passthrough (app.py)
     slots: Slots  # requests in flight against options.max_concurrent_requests
+    template: TemplateState  # what its chat template needs (proxy/shell/template_probe.py)
 
 
 @dataclass(slots=True)

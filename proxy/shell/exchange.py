@@ -46,6 +46,8 @@ class Exchange:
     # end, so that a stream the client abandons still counts what was already done.
     repair_source: Repairing | None = None
     repairs: Counter[str] = field(default_factory=Counter)  # of a completion rewritten whole
+    # the request's own repairs (proxy/core/request_repairs/), made before it went upstream
+    request_repairs: Counter[str] = field(default_factory=Counter)
     upstream_errors: list[tuple[str, str]] = field(default_factory=list)  # (upstream, kind)
 
     def upstream_failed(self, upstream: str, kind: str) -> None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import cache
 from time import perf_counter
 from typing import Any, Final, TypeVar
@@ -38,7 +40,11 @@ from proxy.core.protocols.chat.normalize import (
     normalize_completion,
 )
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
+from proxy.core.protocols.responses.context import ToolRef
 from proxy.core.request_limits import check_depth, check_tools
+from proxy.core.request_repairs.native import NATIVE_REQUEST_REPAIRS
+from proxy.core.request_repairs.needs import TemplateNeeds
+from proxy.core.request_repairs.repair import repair_request
 from proxy.core.routing import Upstream, is_safe_path, upstream_url
 from proxy.settings import Settings
 from proxy.shell import keepalive
@@ -114,24 +120,36 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
     size = len(body) if body is not None else 0
     if plan.mode is Mode.LOCAL:
         return await off_loop(size, local_answer, plan, payload)
+    needs = upstream.template.needs
     if plan.mode is Mode.TRANSLATE:
-        chat, data = await off_loop(size, _translated, plan, payload, forwarding)
+        chat, data, repairs = await off_loop(size, _translated, plan, payload, forwarding, needs)
         payload = None  # what the chat request does not share of it goes now
+        exchange.request_repairs.update(repairs)
         request.app[METRICS].dropped(plan.protocol.name if plan.protocol else "", chat.dropped)
         with upstream.slots.take():
             async with UpstreamCall(
                 request, state, upstream, data, path=plan.upstream_path, plan=plan
             ) as resp:
                 return await respond_translated(request, state, upstream, plan, chat, resp)
-    body = _forwarded(forwarding, payload, body)
+    # the request as the upstream's chat template takes it (docs/repairs.md): a chat client's
+    # under request_repairs = "auto", a native one's for what local servers cannot take
+    sent, repairs = payload, Counter[str]()
+    names: Mapping[str, ToolRef] = {}
+    if plan.mode is Mode.CHAT and upstream.normalize and upstream.normalize.request_repairs:
+        sent, repairs = await off_loop(size, _repaired_chat, payload, needs)
+    elif plan.mode is Mode.NATIVE and plan.protocol is not None and isinstance(payload, dict):
+        native = await off_loop(size, NATIVE_REQUEST_REPAIRS[plan.protocol.name], payload)
+        sent, repairs, names = native.body, native.repairs, native.names
+    exchange.request_repairs.update(repairs)
+    body = _forwarded(forwarding, sent, body, repaired=bool(repairs))
     # what a chat completion's repair needs of the request (its tools), read only for one
     info = RequestInfo.from_body(payload) if plan.mode is Mode.CHAT else NO_INFO
     if plan.mode is not Mode.NATIVE:
-        payload = None  # a chat completion or passthrough needs only what was taken from it
+        payload = sent = None  # a chat completion or passthrough needs only what was taken
     with upstream.slots.take():
         async with UpstreamCall(request, state, upstream, body, plan=plan) as resp:
             if plan.mode is Mode.NATIVE:
-                return await respond_native(request, state, upstream, plan, payload, resp)
+                return await respond_native(request, state, upstream, plan, payload, resp, names)
             return await _respond(request, state, upstream, plan, info, resp)
 
 
@@ -168,12 +186,26 @@ async def off_loop(size: int, work: Callable[..., _T], *args: object) -> _T:
     return await asyncio.to_thread(work, *args)
 
 
-def _translated(plan: Plan, payload: object, forwarding: Forwarding) -> tuple[ChatRequest, bytes]:
-    """The chat request for the client's, and its body as sent (``model_map`` and
-    ``max_tokens_limit`` applied)."""
+def _translated(
+    plan: Plan, payload: object, forwarding: Forwarding, needs: TemplateNeeds
+) -> tuple[ChatRequest, bytes, Counter[str]]:
+    """The chat request for the client's, as every template takes it (the proxy built it:
+    the request repairs always apply), its body as sent (``model_map`` and
+    ``max_tokens_limit`` applied), and the request repairs made."""
     chat = translate_request(plan, payload)
+    fixed = repair_request(chat.body, needs)
+    chat = replace(chat, body=fixed.body)
     forwarding.apply(chat.body)
-    return chat, orjson.dumps(chat.body)
+    return chat, orjson.dumps(chat.body), fixed.repairs
+
+
+def _repaired_chat(payload: object, needs: TemplateNeeds) -> tuple[object, Counter[str]]:
+    """A chat client's request as the upstream's template takes it, and the repairs; the very
+    payload when no rule applies, so that its bytes go out as they came."""
+    if not isinstance(payload, dict):
+        return payload, Counter()
+    repaired = repair_request(payload, needs)
+    return repaired.body, repaired.repairs
 
 
 #: the plans whose request body the proxy reads beyond its model (translates, repairs against,
@@ -194,14 +226,16 @@ def _check_payload(settings: Settings, plan: Plan, forwarding: Forwarding, paylo
 
 
 def _forwarded(
-    forwarding: Forwarding, payload: object, body: bytes | bytearray | None
+    forwarding: Forwarding, payload: object, body: bytes | bytearray | None, *, repaired: bool
 ) -> bytes | bytearray | None:
     """The body with the upstream's model_map and max_tokens_limit applied (the client's
-    payload stays as it asked, for the answer); the very body when neither changes it."""
-    if not forwarding.active or not isinstance(payload, dict):
+    payload stays as it asked, for the answer), re-encoded when the request repairer changed
+    it; the very body when nothing changes it."""
+    if not isinstance(payload, dict) or not (forwarding.active or repaired):
         return body
     forwarded = dict(payload)
-    return orjson.dumps(forwarded) if forwarding.apply(forwarded) else body
+    changed = forwarding.apply(forwarded) if forwarding.active else False
+    return orjson.dumps(forwarded) if changed or repaired else body
 
 
 class UpstreamCall:

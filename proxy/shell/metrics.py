@@ -215,8 +215,9 @@ class Metrics:
         registry.register(_OpenStreams(self.live, upstreams))
         self.repairs = Counter(
             "toolcall_proxy_repairs",
-            "Repairs the normalizer applied, by kind (the quirk catalog's short names).",
-            ["upstream", "model", "kind"],
+            "Repairs applied, by kind (the quirk catalog's short names) and side: the"
+            " response's stream (side=response) or the request sent upstream (side=request).",
+            ["upstream", "model", "kind", "side"],
             registry=registry,
         )
         self.translate_dropped = Counter(
@@ -304,9 +305,11 @@ class Metrics:
         for kind, count in exchange.all_repairs().items():
             # A call recovered from text is counted as "markup-in-content:<dialect>".
             kind, _, dialect = kind.partition(":")
-            child(self.repairs, upstream, model, kind).inc(count)
+            child(self.repairs, upstream, model, kind, "response").inc(count)
             if kind == Repair.MARKUP_IN_CONTENT:
                 child(self.text_tool_calls, upstream, model, dialect or "unknown").inc(count)
+        for kind, count in exchange.request_repairs.items():
+            child(self.repairs, upstream, model, kind, "request").inc(count)
         for failed, kind in exchange.upstream_errors:
             child(self.upstream_errors, failed, kind).inc()
         if meter.bytes_in:

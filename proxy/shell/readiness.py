@@ -18,6 +18,7 @@ from aiohttp import ClientError, ClientTimeout, hdrs, web
 
 from proxy.core.routing import upstream_url
 from proxy.shell.app_state import STATE, ProxyState, UpstreamConfig
+from proxy.shell.template_probe import read_template, reads_template
 
 CHECK_PATH: Final = "/v1/models"
 CHECK_TIMEOUT_SECONDS: Final = 2.0
@@ -56,6 +57,14 @@ class Readiness:
         try:
             upstreams = [state.upstream(u.name) for u in state.router.upstreams]
             results = await asyncio.gather(*(self._check(state, u) for u in upstreams))
+            # and what each one's chat template needs, in case it changed (a new model)
+            await asyncio.gather(
+                *(
+                    read_template(state.session, u.route.base_url, u.authorization, u.template)
+                    for u in upstreams
+                    if reads_template(u)
+                )
+            )
             self._report = {u.route.name: r for u, r in zip(upstreams, results, strict=True)}
             self._checked_at = asyncio.get_running_loop().time()
             return self._report

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Mapping
 from time import perf_counter
 from typing import Any
 
@@ -20,7 +21,7 @@ from aiohttp import ClientResponse, hdrs, web
 from proxy.core.bridge import ChatBridge, translate_whole
 from proxy.core.errors import ClientRequestError
 from proxy.core.policy import Plan
-from proxy.core.protocols.base import ChatRequest, ClientProtocol, Encoder
+from proxy.core.protocols.base import ChatRequest, ClientProtocol, Encoder, NativeStream
 from proxy.core.protocols.chat.decode import completion_events
 from proxy.core.protocols.chat.normalize import (
     RequestInfo,
@@ -28,6 +29,8 @@ from proxy.core.protocols.chat.normalize import (
     normalize_completion,
 )
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
+from proxy.core.protocols.responses.context import ToolRef
+from proxy.core.protocols.responses.native_tools import NamesBack
 from proxy.shell.app_state import REQUEST_ID, ProxyState, UpstreamConfig
 from proxy.shell.bodies import media_type, read_capped, upstream_error_message
 from proxy.shell.exchange import EXCHANGE, Exchange
@@ -133,9 +136,11 @@ async def respond_native(
     plan: Plan,
     payload: object,
     resp: ClientResponse,
+    names: Mapping[str, ToolRef],
 ) -> web.StreamResponse:
     """The upstream's own endpoint: a 200 stream or body repaired in the protocol, anything
-    else passed through as it came."""
+    else passed through as it came. ``names``: the tools the request sent under other names
+    (native_tools.py), named back in the stream."""
     protocol = plan.protocol
     assert protocol is not None
     # native mode is only configured for an upstream that normalizes (settings.py); markup in
@@ -161,7 +166,11 @@ async def respond_native(
             return answer
         return await _passthrough(request, state, upstream, resp, head=body)
     if rewritable and kind == _SSE:
-        stream = protocol.native(new_id=new_id_factory(), request=payload, options=options)
+        stream: NativeStream = protocol.native(
+            new_id=new_id_factory(), request=payload, options=options
+        )
+        if names:
+            stream = NamesBack(stream, names, max_event_bytes=options.max_event_bytes)
         response = await _start_stream(request, resp)
         exchange.response_started(200, streaming=True, repair_source=stream)
         return await relay(

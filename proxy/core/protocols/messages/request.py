@@ -29,6 +29,7 @@ from proxy.core.errors import ClientRequestError, shown
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.messages.content import block_text, convert_messages
 from proxy.core.protocols.messages.dropped import Dropped
+from proxy.core.request_repairs.roles import system_message
 
 _COPIED: Final = ("max_tokens", "temperature", "top_p", "top_k", "stream")
 _HANDLED: Final = frozenset(
@@ -112,9 +113,9 @@ def convert_tools(tools: object, dropped: Dropped | None = None) -> list[JSONObj
 
 
 def _system(system: object, inner: list[str], dropped: Dropped) -> list[JSONObject]:
+    """The one leading system message, by the request repairs' own rule (system_message)."""
     texts = [block_text(system, dropped, "system")] if system is not None else []
-    texts = [text for text in (*texts, *inner) if text]
-    return [{"role": "system", "content": "\n\n".join(texts)}] if texts else []
+    return system_message([*texts, *inner])
 
 
 def _stop_sequences(stops: object) -> tuple[str, ...]:
