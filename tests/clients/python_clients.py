@@ -112,14 +112,17 @@ def pydantic_ai(kind: str) -> Callable[[Sequence[Case], str, Callable[[Case], st
 
             results = {}
             provider = _pydantic_provider(kind, base_url)
-            for case in cases:
-                model = _pydantic_model(kind, provider, model_for(case))
-                response, error = await _pydantic_request(model, case)
-                results[case.name] = (
-                    Outcome(error=error)
-                    if response is None
-                    else _from_pydantic(response, error, kind)
-                )
+            # the provider's SDK client owns the HTTP connections: closed here, inside the
+            # loop, or the garbage collector finds their sockets open in a later test
+            async with provider.client:
+                for case in cases:
+                    model = _pydantic_model(kind, provider, model_for(case))
+                    response, error = await _pydantic_request(model, case)
+                    results[case.name] = (
+                        Outcome(error=error)
+                        if response is None
+                        else _from_pydantic(response, error, kind)
+                    )
             return results
 
         def finish() -> dict[str, Any]:
