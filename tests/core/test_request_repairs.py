@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from proxy.core.protocols.messages.native_request import native_request as messages_native
@@ -421,6 +421,7 @@ _EVERY_NEED = TemplateNeeds(**{name: True for name in TemplateNeeds.__dataclass_
         max_size=4,
     )
 )
+@example(body={"messages": [{"tool_calls": 1}]})  # a number for tool_calls (Gemma 2's rule)
 def test_any_json_body_is_repaired_without_an_error_and_left_as_it_was(body: dict[str, Any]):
     """Wrong-typed fields anywhere (a list for a role, a number for an id): the repairers raise
     nothing, and the client's body is never changed in place."""

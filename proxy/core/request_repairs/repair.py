@@ -70,7 +70,8 @@ def _mistral_ids(messages: Messages) -> Messages:
     for message in messages:
         if not isinstance(message, dict):
             continue
-        for call in message.get("tool_calls") or ():
+        calls = message.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
             if isinstance(call, dict) and isinstance(call.get("id"), str):
                 seen.append(call["id"])
         if message.get("role") == "tool" and isinstance(message.get("tool_call_id"), str):

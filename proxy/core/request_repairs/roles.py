@@ -132,7 +132,10 @@ def split_parallel_calls(messages: list[Any]) -> list[Any]:
     assistant message per call, each followed by its own tool result; the turn's text stays
     with the first call."""
     if not any(
-        isinstance(m, dict) and m.get("role") == "assistant" and len(m.get("tool_calls") or ()) > 1
+        isinstance(m, dict)
+        and m.get("role") == "assistant"
+        and isinstance(m.get("tool_calls"), list)
+        and len(m["tool_calls"]) > 1
         for m in messages
     ):
         return messages
@@ -206,9 +209,7 @@ def tools_as_text(messages: list[Any]) -> list[Any]:
     must alternate"): an assistant's calls become its text, one JSON object a call
     (``{"name": ..., "arguments": ...}``) after what it said, and a tool result becomes a user
     message holding the result's text. The merge of consecutive roles runs after this."""
-    if not any(
-        isinstance(m, dict) and (m.get("role") == "tool" or m.get("tool_calls")) for m in messages
-    ):
+    if not any(isinstance(m, dict) and (m.get("role") == "tool" or _calls(m)) for m in messages):
         return messages
     out: list[Any] = []
     for message in messages:
@@ -216,7 +217,7 @@ def tools_as_text(messages: list[Any]) -> list[Any]:
             out.append(message)
         elif message.get("role") == "tool":
             out.append({"role": "user", "content": message.get("content") or ""})
-        elif message.get("tool_calls"):
+        elif _calls(message):
             calls = [_call_text(call) for call in message["tool_calls"]]
             told = {k: v for k, v in message.items() if k != "tool_calls"}
             told["content"] = joined(message.get("content"), TEXT_JOIN.join(calls))
@@ -224,6 +225,13 @@ def tools_as_text(messages: list[Any]) -> list[Any]:
         else:
             out.append(message)
     return out
+
+
+def _calls(message: JSONObject) -> bool:
+    """The message carries calls to write as text (a list: anything else is left as it came
+    for the server to judge)."""
+    calls = message.get("tool_calls")
+    return isinstance(calls, list) and bool(calls)
 
 
 def _call_text(call: object) -> str:
