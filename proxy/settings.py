@@ -30,12 +30,17 @@ from proxy.core.errors import ConfigError
 from proxy.core.forwarding import Forwarding
 from proxy.core.markup import check_names
 from proxy.core.policy import ProtocolMode
+from proxy.core.protocols.registry import translated_protocols
 from proxy.core.request_limits import MAX_JSON_DEPTH
 from proxy.core.request_repairs.needs import FAMILIES, TemplateNeeds
 
 ENV_PREFIX = "TOOLCALL_PROXY_"
 DEFAULT_PORT = 8090
 DEFAULT_CONFIG_PATH = Path("config/proxy.toml")
+
+
+#: the per-upstream keys that pick a protocol's mode: the names of the protocols with one
+MODE_KEYS: tuple[str, ...] = tuple(p.name for p in translated_protocols())
 
 
 class _Strict(BaseModel):
@@ -57,9 +62,12 @@ class UpstreamSettings(_Strict):
     max_concurrent_requests: int | None = Field(
         None, ge=1
     )  # above it: 429, see proxy/shell/limits.py
-    # How clients of the Responses and Messages APIs are served (proxy/core/policy.py):
-    # "translate" over the upstream's chat completions (the default), or "native", the
-    # upstream's own endpoint, repaired in place. Unset with normalize = false: passthrough.
+    # How clients of each protocol with a translate mode (proxy/core/protocols/registry.py;
+    # the key is the protocol's name) are served (proxy/core/policy.py): "translate" over the
+    # upstream's chat completions (the default), or "native", the upstream's own endpoint,
+    # repaired in place. Unset with normalize = false: passthrough. The only place a protocol
+    # is named here: the validator and ``protocol_modes`` take the names from the registry,
+    # and a protocol registered without its field here stops the import (below the class).
     responses: ProtocolMode | None = None
     messages: ProtocolMode | None = None
     # The request body sent upstream, for every protocol (proxy/core/forwarding.py): the
@@ -75,7 +83,7 @@ class UpstreamSettings(_Strict):
     # template from llama-server's GET /props; a family name for servers that do not show it.
     template: str = "auto"
 
-    @field_validator("responses", "messages")
+    @field_validator(*MODE_KEYS)
     @classmethod
     def _needs_normalize(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is not None and info.data.get("normalize") is False:
@@ -87,7 +95,7 @@ class UpstreamSettings(_Strict):
 
     def protocol_modes(self) -> dict[str, ProtocolMode]:
         """The mode of each client protocol; unset ones translate."""
-        modes = {"responses": self.responses, "messages": self.messages}
+        modes = {name: getattr(self, name) for name in MODE_KEYS}
         return {name: mode for name, mode in modes.items() if mode is not None}
 
     @field_validator("url")
@@ -149,6 +157,20 @@ class UpstreamSettings(_Strict):
         if self.api_key_env is None:
             return None
         return os.environ.get(self.api_key_env)
+
+
+def _check_mode_fields() -> None:
+    """Every protocol with a translate mode has its mode setting (a field is the schema the
+    TOML is checked against, so it is declared above, not made here)."""
+    missing = [key for key in MODE_KEYS if key not in UpstreamSettings.model_fields]
+    if missing:
+        raise ConfigError(
+            "proxy/settings.py: UpstreamSettings has no mode setting for the registered"
+            f" protocol(s) {', '.join(missing)}; add `{missing[0]}: ProtocolMode | None = None`"
+        )
+
+
+_check_mode_fields()
 
 
 class TimeoutSettings(_Strict):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from proxy import settings as settings_module
 from proxy.cli import main
 from proxy.core.errors import ConfigError
 from proxy.settings import DEFAULT_PORT, load_settings
@@ -131,3 +132,15 @@ def test_cli_exits_2_with_one_line_naming_the_key(
     assert err.startswith("toolcall-proxy: config error: ")
     assert "upstreams[0].models" in err
     assert err.count("\n") == 1
+
+
+def test_every_protocol_with_a_translate_mode_has_its_mode_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The mode keys come from the registry (issue 27): both are settings, and a protocol
+    registered without its field stops the import with a message naming it."""
+    assert settings_module.MODE_KEYS == ("responses", "messages")
+    assert set(settings_module.MODE_KEYS) <= set(settings_module.UpstreamSettings.model_fields)
+    monkeypatch.setattr(settings_module, "MODE_KEYS", ("responses", "ollama"))
+    with pytest.raises(ConfigError, match=r"mode setting for the registered protocol\(s\) ollama"):
+        settings_module._check_mode_fields()

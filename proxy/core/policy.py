@@ -7,8 +7,8 @@ Four ways a request can go:
   to an upstream with ``normalize = false``).
 * ``CHAT``: a chat completion; a 200 event stream or JSON body is repaired as chat.
 * ``TRANSLATE``: a client of another protocol (``/v1/responses``, ``/v1/messages``) over a
-  chat upstream: the request is translated to a chat completion sent to the chat path under
-  the same prefix, and the answer back to the client's protocol.
+  chat upstream: the request is translated to a chat completion sent to the chat protocol's
+  path under the same prefix, and the answer back to the client's protocol.
 * ``NATIVE``: the same client protocols sent to the upstream's own endpoint; a 200 stream or
   body is repaired in that protocol.
 
@@ -23,11 +23,11 @@ from enum import Enum
 from typing import Final, Literal
 
 from proxy.core.jsonvalues import JSONObject
+from proxy.core.protocols import registry
 from proxy.core.protocols.base import ClientProtocol
 from proxy.core.protocols.registry import CLIENT_PROTOCOLS
 
 ProtocolMode = Literal["translate", "native"]
-CHAT_SUFFIX: Final = "/chat/completions"
 
 
 class Mode(Enum):
@@ -41,6 +41,8 @@ class Mode(Enum):
 @dataclass(frozen=True, slots=True)
 class Plan:
     mode: Mode
+    #: the client's protocol: Chat Completions for CHAT; that of the client for TRANSLATE,
+    #: NATIVE and LOCAL, and for a PASSTHROUGH of a path beside it (count_tokens in native mode)
     protocol: ClientProtocol | None = None
     #: TRANSLATE: the path (no query) the chat request goes to, under the client's prefix
     upstream_path: str | None = None
@@ -48,12 +50,11 @@ class Plan:
 
 
 PASSTHROUGH: Final = Plan(Mode.PASSTHROUGH)
-CHAT: Final = Plan(Mode.CHAT)
 
 
 def client_protocol(method: str, path: str) -> ClientProtocol | None:
-    """The protocol a request speaks when it is not Chat Completions (for the shape of the
-    proxy's own errors, whatever the upstream's mode)."""
+    """The protocol a request speaks (for the shape of the proxy's own errors, whatever the
+    upstream's mode); None for a path no protocol answers."""
     if method != "POST":
         return None
     for protocol in CLIENT_PROTOCOLS.values():
@@ -70,17 +71,17 @@ def plan_request(
     """How a request to an upstream goes; ``modes`` maps a protocol's name to its mode."""
     if not normalize or method != "POST":
         return PASSTHROUGH
-    if path.endswith(CHAT_SUFFIX):
-        return CHAT
     protocol = client_protocol(method, path)
     if protocol is None:
         return PASSTHROUGH
+    if not protocol.translates:  # Chat Completions: repaired in place
+        return Plan(Mode.CHAT, protocol)
     mode = modes.get(protocol.name, "translate")
     if path.endswith(protocol.path_suffix):
         if mode == "native":
             return Plan(Mode.NATIVE, protocol)
         prefix = path[: -len(protocol.path_suffix)]
-        return Plan(Mode.TRANSLATE, protocol, upstream_path=prefix + CHAT_SUFFIX)
+        return Plan(Mode.TRANSLATE, protocol, upstream_path=prefix + registry.CHAT.path_suffix)
     if mode == "native":
         return Plan(Mode.PASSTHROUGH, protocol)
     local = next(fn for suffix, fn in protocol.local.items() if path.endswith(suffix))

@@ -30,16 +30,11 @@ from aiohttp import (
 from multidict import CIMultiDict
 from yarl import URL
 
+from proxy.core import streams
 from proxy.core.errors import ClientRequestError, NoRouteError, UpstreamError, UpstreamTimeout
 from proxy.core.forwarding import Forwarding
 from proxy.core.policy import Mode, Plan, plan_request, rewrites_response
 from proxy.core.protocols.base import ChatRequest
-from proxy.core.protocols.chat.normalize import (
-    RequestInfo,
-    StreamNormalizer,
-    normalize_completion,
-)
-from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.protocols.responses.context import ToolRef
 from proxy.core.request_limits import check_depth, check_tools
 from proxy.core.request_repairs.native import NATIVE_REQUEST_REPAIRS
@@ -75,8 +70,6 @@ log = logging.getLogger("toolcall_proxy")
 # The proxy's own endpoints live under a prefix that no LLM server uses, so that an upstream's
 # /health and /metrics stay reachable through the proxy.
 OWN_PREFIX: Final = "/-/"
-
-NO_INFO: Final = RequestInfo()
 
 
 def check_target(request: web.Request) -> None:
@@ -142,15 +135,14 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
         sent, repairs, names = native.body, native.repairs, native.names
     exchange.request_repairs.update(repairs)
     body = _forwarded(forwarding, sent, body, repaired=bool(repairs))
-    # what a chat completion's repair needs of the request (its tools), read only for one
-    info = RequestInfo.from_body(payload) if plan.mode is Mode.CHAT else NO_INFO
-    if plan.mode is not Mode.NATIVE:
-        payload = sent = None  # a chat completion or passthrough needs only what was taken
+    # what the repair of the answer reads of the request (a chat completion's: its tools)
+    facts = streams.request_facts(plan, payload) if plan.mode in _REPAIRS_ANSWER else None
+    payload = sent = None  # the rest of the request goes now
     with upstream.slots.take():
         async with UpstreamCall(request, state, upstream, body, plan=plan) as resp:
             if plan.mode is Mode.NATIVE:
-                return await respond_native(request, state, upstream, plan, payload, resp, names)
-            return await _respond(request, state, upstream, plan, info, resp)
+                return await respond_native(request, state, upstream, plan, facts, resp, names)
+            return await _respond(request, state, upstream, plan, facts, resp)
 
 
 def _route(
@@ -207,6 +199,9 @@ def _repaired_chat(payload: object, needs: TemplateNeeds) -> tuple[object, Count
     repaired = repair_request(payload, needs)
     return repaired.body, repaired.repairs
 
+
+#: the plans whose answer is repaired in the client's own protocol
+_REPAIRS_ANSWER: Final = frozenset({Mode.CHAT, Mode.NATIVE})
 
 #: the plans whose request body the proxy reads beyond its model (translates, repairs against,
 #: or answers itself)
@@ -352,11 +347,11 @@ async def _respond(
     state: ProxyState,
     upstream: UpstreamConfig,
     plan: Plan,
-    info: RequestInfo,
+    facts: object,
     resp: ClientResponse,
 ) -> web.StreamResponse:
     """A chat completion's or a passthrough request's response; the plan says which is
-    rewritten (proxy.core.policy)."""
+    rewritten (proxy.core.policy). ``facts``: what the repair reads of the request."""
     exchange = request[EXCHANGE]
     exchange.meter.upstream_headers_at = perf_counter()
     kind = media_type(resp)
@@ -368,21 +363,23 @@ async def _respond(
             resp, state.settings.limits.max_response_body_bytes, idle=state.settings.timeouts.idle
         )
         if complete:
-            return _completion_response(request, upstream, info, resp, body)
+            return _completion_response(request, upstream, plan, facts, resp, body)
         head = body  # too large to hold, or cut off: what came goes out first, then the rest
-    normalizer = None
+    rewriting = None
     if rewrite and kind == "text/event-stream":
         assert upstream.normalize is not None  # a chat plan is made only for a normalizing one
-        normalizer = StreamNormalizer(upstream.normalize, info, new_id=new_id_factory())
+        rewriting = streams.rewrite_stream(
+            plan, options=upstream.normalize, request=facts, new_id=new_id_factory()
+        )
     response = web.StreamResponse(status=resp.status, reason=resp.reason)
-    drop = (hdrs.CONTENT_LENGTH,) if normalizer is not None else ()
+    drop = (hdrs.CONTENT_LENGTH,) if rewriting is not None else ()
     response.headers.extend(end_to_end(resp.headers, drop=drop))
     response.headers["X-Request-Id"] = request[REQUEST_ID]
     if kind == "text/event-stream":
         response.headers["X-Accel-Buffering"] = "no"
     await response.prepare(request)
     exchange.response_started(
-        resp.status, streaming=kind == "text/event-stream", repair_source=normalizer
+        resp.status, streaming=kind == "text/event-stream", repair_source=rewriting
     )
     if head:
         exchange.meter.received(head)
@@ -394,15 +391,16 @@ async def _respond(
         upstream,
         resp,
         response,
-        transform=None if normalizer is None else ChatSSEStream(normalizer),
-        repairs=None if normalizer is None else normalizer.repairs,
+        transform=None if rewriting is None else rewriting.transform,
+        repairs=None if rewriting is None else rewriting.repairs,
     )
 
 
 def _completion_response(
     request: web.Request,
     upstream: UpstreamConfig,
-    info: RequestInfo,
+    plan: Plan,
+    facts: object,
     resp: ClientResponse,
     body: bytes,
 ) -> web.Response:
@@ -410,7 +408,9 @@ def _completion_response(
     assert upstream.normalize is not None
     exchange = request[EXCHANGE]
     exchange.meter.received(body)
-    fixed, repairs = normalize_completion(body, upstream.normalize, info, new_id=new_id_factory())
+    fixed, repairs = streams.repair_whole(
+        plan, body=body, options=upstream.normalize, request=facts, new_id=new_id_factory()
+    )
     exchange.completion_rewritten(resp.status, repairs)
     exchange.meter.sending(fixed)
     if repairs:

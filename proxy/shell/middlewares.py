@@ -48,11 +48,8 @@ def error_response(
     """An error in the shape of the client's protocol: OpenAI's, or that of the Responses or
     Messages protocol the request speaks."""
     protocol = None if request is None else client_protocol(request.method, request.path)
-    body = (
-        error_body(message, type_, status)
-        if protocol is None
-        else protocol.error_body(status, message)
-    )
+    own = None if protocol is None else protocol.error_body
+    body = error_body(message, type_, status) if own is None else own(status, message)
     return web.Response(status=status, body=body, content_type="application/json")
 
 

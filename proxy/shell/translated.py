@@ -13,24 +13,15 @@ import logging
 from collections import Counter
 from collections.abc import Mapping
 from time import perf_counter
-from typing import Any
 
 import orjson
 from aiohttp import ClientResponse, hdrs, web
 
-from proxy.core.bridge import ChatBridge, translate_whole
+from proxy.core import streams
 from proxy.core.errors import ClientRequestError
 from proxy.core.policy import Plan
-from proxy.core.protocols.base import ChatRequest, ClientProtocol, Encoder, NativeStream
-from proxy.core.protocols.chat.decode import completion_events
-from proxy.core.protocols.chat.normalize import (
-    RequestInfo,
-    StreamNormalizer,
-    normalize_completion,
-)
-from proxy.core.protocols.chat.sse_stream import ChatSSEStream
+from proxy.core.protocols.base import ChatRequest
 from proxy.core.protocols.responses.context import ToolRef
-from proxy.core.protocols.responses.native_tools import NamesBack
 from proxy.shell.app_state import REQUEST_ID, ProxyState, UpstreamConfig
 from proxy.shell.bodies import media_type, read_capped, upstream_error_message
 from proxy.shell.exchange import EXCHANGE, Exchange
@@ -46,16 +37,13 @@ _JSON = "application/json"
 
 def translate_request(plan: Plan, payload: object) -> ChatRequest:
     """The client's request as the chat request to send (a 400 when it cannot be)."""
-    protocol = plan.protocol
-    assert protocol is not None
-    if not isinstance(payload, dict):
-        raise ClientRequestError("the request body must be a JSON object")
-    chat = protocol.to_chat(payload)
-    if chat.body.get("stream") is True:
-        # Usage reaches the client's protocol only when the chat upstream is asked for it.
-        chat.body["stream_options"] = {"include_usage": True}
+    chat = streams.chat_request(plan, payload)
     for name in chat.dropped:
-        log.debug("%s request: dropped %s (a chat upstream cannot take it)", protocol.name, name)
+        log.debug(
+            "%s request: dropped %s (a chat upstream cannot take it)",
+            plan.protocol.name if plan.protocol else "",
+            name,
+        )
     return chat
 
 
@@ -75,9 +63,8 @@ async def respond_translated(
     chat: ChatRequest,
     resp: ClientResponse,
 ) -> web.StreamResponse:
-    protocol = plan.protocol
-    assert protocol is not None
-    assert upstream.normalize is not None
+    options = upstream.normalize
+    assert options is not None
     exchange = request[EXCHANGE]
     exchange.meter.upstream_headers_at = perf_counter()
     limit = state.settings.limits.max_response_body_bytes
@@ -94,38 +81,32 @@ async def respond_translated(
                 f"the upstream answered {resp.status} {kind or '(no type)'}, not a chat completion"
             )
         exchange.completion_rewritten(status, Counter())
-        return _error(request, protocol, status, message)
-    info = RequestInfo.from_body(chat.body)
-    if kind == _JSON:
+        return _answer(request, status, streams.error_body(plan, status, message))
+    if kind == _JSON or not chat.body.get("stream"):
+        # one object: the upstream's completion, or the stream it sent anyway read whole
         body, complete = await _read_whole(exchange, resp, limit, idle)
-        fixed, repairs = normalize_completion(body, upstream.normalize, info, new_id=new_id)
-        events = completion_events(fixed) if complete else None
-        if events is None:
-            exchange.completion_rewritten(502, repairs)
-            return _error(request, protocol, 502, "the upstream's answer is not a chat completion")
-        encoder = protocol.encoder(chat.context, new_id, False)
-        _feed_all(encoder, events)
-        exchange.completion_rewritten(200, repairs)
-        return _json(request, encoder.response())
-    normalizer = StreamNormalizer(upstream.normalize, info, new_id=new_id)
-    if not chat.body.get("stream"):  # the client asked for one object; the upstream streamed
-        body, complete = await _read_whole(exchange, resp, limit, idle)
-        whole = translate_whole(
-            ChatSSEStream(normalizer),
-            protocol.encoder(chat.context, new_id, False),
-            body,
+        whole = streams.translate_whole(
+            plan,
+            request=chat,
+            body=body,
             complete=complete,
+            streamed=kind == _SSE,
+            options=options,
+            new_id=new_id,
         )
-        if whole.answer is None:
-            exchange.completion_rewritten(502, normalizer.repairs)
-            return _error(request, protocol, 502, whole.error)
-        exchange.completion_rewritten(200, normalizer.repairs)
-        return _json(request, whole.answer)
-    bridge = ChatBridge(ChatSSEStream(normalizer), protocol.encoder(chat.context, new_id, True))
+        exchange.completion_rewritten(whole.status, whole.repairs)
+        return _answer(request, whole.status, whole.body)
+    rewrite = streams.rewrite_stream(plan, options=options, request=chat, new_id=new_id)
     response = await _start_stream(request, resp)
-    exchange.response_started(200, streaming=True, repair_source=normalizer)
+    exchange.response_started(200, streaming=True, repair_source=rewrite)
     return await relay(
-        request, state, upstream, resp, response, transform=bridge, repairs=normalizer.repairs
+        request,
+        state,
+        upstream,
+        resp,
+        response,
+        transform=rewrite.transform,
+        repairs=rewrite.repairs,
     )
 
 
@@ -134,15 +115,13 @@ async def respond_native(
     state: ProxyState,
     upstream: UpstreamConfig,
     plan: Plan,
-    payload: object,
+    facts: object,
     resp: ClientResponse,
     names: Mapping[str, ToolRef],
 ) -> web.StreamResponse:
     """The upstream's own endpoint: a 200 stream or body repaired in the protocol, anything
     else passed through as it came. ``names``: the tools the request sent under other names
     (native_tools.py), named back in the stream."""
-    protocol = plan.protocol
-    assert protocol is not None
     # native mode is only configured for an upstream that normalizes (settings.py); markup in
     # the server's own text is recovered with the dialects the upstream enables
     options = upstream.normalize
@@ -157,7 +136,9 @@ async def respond_native(
         )
         if complete:
             exchange.meter.received(body)
-            fixed, repairs = protocol.native_completion(body=body, request=payload, options=options)
+            fixed, repairs = streams.repair_whole(
+                plan, body=body, options=options, request=facts, new_id=new_id_factory()
+            )
             exchange.completion_rewritten(resp.status, repairs)
             exchange.meter.sending(fixed)
             answer = web.Response(status=resp.status, reason=resp.reason, body=fixed)
@@ -166,15 +147,19 @@ async def respond_native(
             return answer
         return await _passthrough(request, state, upstream, resp, head=body)
     if rewritable and kind == _SSE:
-        stream: NativeStream = protocol.native(
-            new_id=new_id_factory(), request=payload, options=options
+        rewrite = streams.rewrite_stream(
+            plan, options=options, request=facts, new_id=new_id_factory(), names=names
         )
-        if names:
-            stream = NamesBack(stream, names, max_event_bytes=options.max_event_bytes)
         response = await _start_stream(request, resp)
-        exchange.response_started(200, streaming=True, repair_source=stream)
+        exchange.response_started(200, streaming=True, repair_source=rewrite)
         return await relay(
-            request, state, upstream, resp, response, transform=stream, repairs=stream.repairs
+            request,
+            state,
+            upstream,
+            resp,
+            response,
+            transform=rewrite.transform,
+            repairs=rewrite.repairs,
         )
     return await _passthrough(request, state, upstream, resp, head=b"")
 
@@ -221,24 +206,9 @@ async def _read_whole(
     return body, complete
 
 
-def _json(request: web.Request, answer: object) -> web.Response:
-    return _answer(request, 200, orjson.dumps(answer))
-
-
-def _error(
-    request: web.Request, protocol: ClientProtocol, status: int, message: str
-) -> web.Response:
-    return _answer(request, status, protocol.error_body(status, message))
-
-
 def _answer(request: web.Request, status: int, body: bytes) -> web.Response:
     """A whole JSON answer of the proxy's own making, counted for the access line."""
     request[EXCHANGE].meter.sending(body)
     response = web.Response(status=status, body=body, content_type=_JSON)
     response.headers["X-Request-Id"] = request[REQUEST_ID]
     return response
-
-
-def _feed_all(encoder: Encoder, events: list[Any]) -> None:
-    for event in events:
-        encoder.feed(event)

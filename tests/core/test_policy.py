@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from proxy.core.policy import Mode, Plan, plan_request, rewrites_response
@@ -79,3 +81,23 @@ def test_a_local_answer_in_translate_mode_is_forwarded_in_native_mode(fake_proto
 def test_which_responses_are_rewritten(status, media_type, encoded, rewritten):
     assert rewrites_response(Plan(Mode.CHAT), status, media_type, encoded) is rewritten
     assert rewrites_response(Plan(Mode.PASSTHROUGH), status, media_type, encoded) is False
+
+
+def test_chat_completions_is_a_registered_protocol_repaired_in_place():
+    """Chat is in the registry like the others (issue 27): its plan carries it, and it has no
+    translate mode, so no upstream setting picks one for it."""
+    chat = registry.CLIENT_PROTOCOLS["chat"]
+    assert plan_request("POST", "/v1/chat/completions", normalize=True, modes={}) == Plan(
+        Mode.CHAT, chat
+    )
+    assert not chat.translates
+    assert chat not in registry.translated_protocols()
+    assert [p.name for p in registry.translated_protocols()] == ["responses", "messages"]
+
+
+def test_a_translated_request_goes_to_the_chat_protocols_own_path(fake_protocol, monkeypatch):
+    """The upstream path is the chat protocol's (its ``path_suffix``), not a constant."""
+    moved = dataclasses.replace(registry.CHAT, path_suffix="/chat/elsewhere")
+    monkeypatch.setattr(registry, "CHAT", moved)
+    plan = plan_request("POST", "/prefix/v1/fake", normalize=True, modes={})
+    assert plan.upstream_path == "/prefix/v1/chat/elsewhere"

@@ -50,7 +50,9 @@ UNCLAIMED: Final = {
 def before(recorded: Recorded) -> dict[str, Any]:
     if recorded.protocol == "completions":
         return recorded.body
-    return CLIENT_PROTOCOLS[recorded.protocol].to_chat(recorded.body).body
+    to_chat = CLIENT_PROTOCOLS[recorded.protocol].to_chat
+    assert to_chat is not None
+    return to_chat(recorded.body).body
 
 
 def outcome(template: Any, chat: dict[str, Any]) -> str | None:

@@ -33,7 +33,9 @@ def before_repairs(recorded: Recorded) -> dict[str, Any]:
     another protocol's as translated (with the usage request the shell adds)."""
     if recorded.protocol == "completions":
         return recorded.body
-    chat = CLIENT_PROTOCOLS[recorded.protocol].to_chat(recorded.body).body
+    to_chat = CLIENT_PROTOCOLS[recorded.protocol].to_chat
+    assert to_chat is not None
+    chat = to_chat(recorded.body).body
     if chat.get("stream"):
         chat["stream_options"] = {"include_usage": True}
     return chat

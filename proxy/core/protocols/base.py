@@ -1,8 +1,12 @@
-"""What a client protocol beside Chat Completions gives the shell: the interfaces.
+"""What a client protocol gives the core's facade (proxy/core/streams.py): the interfaces.
 
 A protocol is a decoder and an encoder: its package builds one :class:`ClientProtocol`, and
-proxy/core/protocols/registry.py names them all, so the shell looks a protocol up there and
-knows no protocol's shapes itself.
+proxy/core/protocols/registry.py names them all (Chat Completions among them), so nothing
+outside a protocol's package knows its shapes.
+
+Everything that serves one upstream's answers takes that upstream's ``UpstreamOptions`` and
+the response's id factory by keyword: a new per-upstream setting is a field of the options,
+never another argument down these signatures.
 """
 
 from __future__ import annotations
@@ -40,10 +44,15 @@ class Encoder(Protocol):
 
 
 class NativeStream(Protocol):
-    """A server's own stream of the protocol, repaired in place."""
+    """A server's own stream of the protocol, repaired in place (for Chat Completions, the
+    chat stream every chat repair runs in)."""
 
     repairs: Counter[str]
-    held_bytes: int  #: the upstream's bytes it holds back now, which max_held_bytes bounds
+
+    @property
+    def held_bytes(self) -> int:
+        """The upstream's bytes it holds back now, which max_held_bytes bounds."""
+        ...
 
     def feed(self, chunk: bytes) -> list[bytes]: ...
 
@@ -69,21 +78,47 @@ class NativeCompletion(Protocol):
     to send and the repairs it took."""
 
     def __call__(
-        self, *, body: bytes, request: object, options: UpstreamOptions
+        self, *, body: bytes, request: object, options: UpstreamOptions, new_id: Callable[[], str]
     ) -> tuple[bytes, Counter[str]]: ...
+
+
+class EncoderFactory(Protocol):
+    """Translate mode: the encoder of one response; ``context`` is ``ChatRequest.context``,
+    ``stream`` whether the client asked for a stream (else the whole object is wanted)."""
+
+    def __call__(self, *, context: object, new_id: Callable[[], str], stream: bool) -> Encoder: ...
+
+
+def _whole_request(body: object) -> object:
+    return body
 
 
 @dataclass(frozen=True, slots=True)
 class ClientProtocol:
-    name: str  #: the per-upstream settings key that picks the mode ("responses", "messages")
+    #: the protocol's name, and for one with a translate mode the per-upstream settings key
+    #: that picks its mode ("responses", "messages"; proxy/settings.py derives the keys)
+    name: str
     path_suffix: str  #: the client's request path ends with it ("/responses")
-    to_chat: Callable[[JSONObject], ChatRequest]  #: raises ClientRequestError for a 400
-    encoder: Callable[[object, Callable[[], str], bool], Encoder]  #: (context, new_id, stream)
-    error_body: Callable[[int, str], bytes]  #: (status, message) -> the protocol's error JSON
-    native: NativeStreamFactory
-    native_completion: NativeCompletion
+    native: NativeStreamFactory  #: its stream, repaired in place
+    native_completion: NativeCompletion  #: its whole body, repaired in place
+    #: translate mode (over a chat upstream): the request as a chat completion (raises
+    #: ClientRequestError for a 400) and the encoder of the answer; None for Chat Completions
+    to_chat: Callable[[JSONObject], ChatRequest] | None = None
+    encoder: EncoderFactory | None = None
+    #: (status, message) -> the protocol's error JSON; None: the proxy's own OpenAI shape,
+    #: typed by the error (proxy/shell/middlewares.py)
+    error_body: Callable[[int, str], bytes] | None = None
+    #: what the repairer reads of the client's parsed request body, taken before the request
+    #: goes out so that the rest of it can be let go (the whole body, by default)
+    request_facts: Callable[[object], object] = _whole_request
     #: path suffix -> an answer the proxy gives itself in translate mode (count_tokens)
     local: dict[str, Callable[[JSONObject], JSONObject]] = field(default_factory=dict)
     #: native mode: what the repairer will read of the request (its tools), checked before
     #: the request is sent; raises ClientRequestError for a 400
     check_native: Callable[[JSONObject], None] = lambda body: None
+
+    @property
+    def translates(self) -> bool:
+        """It has a translate mode, so an upstream's settings pick its mode (translate or
+        native); Chat Completions is only ever repaired in place."""
+        return self.to_chat is not None

@@ -42,7 +42,9 @@ def translate(case: dict[str, Any], reads: list[bytes]) -> bytes:
         new_id=lambda: f"call{next(calls):05d}",
     )
     encoder = responses_encoder(
-        ResponsesContext(model="client-model"), lambda: f"item{next(items):05d}", True
+        context=ResponsesContext(model="client-model"),
+        new_id=lambda: f"item{next(items):05d}",
+        stream=True,
     )
     bridge = ChatBridge(ChatSSEStream(normalizer), encoder)
     out = [b for read in reads for b in bridge.feed(read)]

@@ -163,6 +163,11 @@ class StreamNormalizer(Output):
             out += self._give_up()
         return out if self._writer is None else self._write(out)  # type: ignore[return-value]
 
+    @property
+    def held_bytes(self) -> int:
+        """What waits now: held calls and text, and the output queued behind them."""
+        return self._ctx.held + self._queued
+
     def _over_cap(self) -> bool:
         """What is held outgrew its limit (while rewriting). For a chat client what a call
         that went out keeps for the checks counts as held: failing open costs it nothing (the

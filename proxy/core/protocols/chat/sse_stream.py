@@ -24,7 +24,13 @@ class ChatSSEStream:
 
     def __init__(self, normalizer: StreamNormalizer) -> None:
         self.normalizer = normalizer
+        self.repairs = normalizer.repairs  # the normalizer's count, counted as it goes
         self._decoder = SSEDecoder(max_event_bytes=normalizer.options.max_event_bytes)
+
+    @property
+    def held_bytes(self) -> int:
+        """What the normalizer holds back now, which max_held_bytes bounds."""
+        return self.normalizer.held_bytes
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """The bytes to write to the client for one upstream read, in order.

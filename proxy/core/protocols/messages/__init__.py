@@ -8,8 +8,6 @@ error shape, count.py the ``count_tokens`` answer.
 
 from __future__ import annotations
 
-import hashlib
-import itertools
 from collections import Counter
 from collections.abc import Callable
 
@@ -33,7 +31,7 @@ def to_chat(body: JSONObject) -> ChatRequest:
     return ChatRequest(translated.body, translated.context, translated.dropped)
 
 
-def encoder(context: object, new_id: Callable[[], str], stream: bool) -> MessagesEncoder:
+def encoder(*, context: object, new_id: Callable[[], str], stream: bool) -> MessagesEncoder:
     assert isinstance(context, MessagesContext)
     return MessagesEncoder(context, new_id, stream=stream)
 
@@ -51,15 +49,9 @@ def native(
 
 
 def native_completion(
-    *, body: bytes, request: object, options: UpstreamOptions
+    *, body: bytes, request: object, options: UpstreamOptions, new_id: Callable[[], str]
 ) -> tuple[bytes, Counter[str]]:
-    # this entry point gets no id factory: ids of calls cut out of markup are the body's
-    # digest and a counter, unique across responses as long as their bodies differ
-    digest = hashlib.sha256(body).hexdigest()[:12]
-    counter = itertools.count(1)
-    return repair_message(
-        body, request, lambda: f"{digest}{next(counter)}", dialects=options.dialects
-    )
+    return repair_message(body, request, new_id, dialects=options.dialects)
 
 
 PROTOCOL = ClientProtocol(

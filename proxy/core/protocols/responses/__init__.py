@@ -36,7 +36,7 @@ def to_chat(body: JSONObject) -> ChatRequest:
     return ChatRequest(chat, context, dropped)
 
 
-def encoder(context: object, new_id: Callable[[], str], stream: bool) -> ResponsesEncoder:
+def encoder(*, context: object, new_id: Callable[[], str], stream: bool) -> ResponsesEncoder:
     ctx = context if isinstance(context, ResponsesContext) else ResponsesContext()
     return ResponsesEncoder(ctx, new_id, stream=stream)
 
@@ -58,9 +58,9 @@ def native(*, new_id: Callable[[], str], request: object, options: UpstreamOptio
 
 
 def native_completion(
-    *, body: bytes, request: object, options: UpstreamOptions
+    *, body: bytes, request: object, options: UpstreamOptions, new_id: Callable[[], str]
 ) -> tuple[bytes, Counter[str]]:
-    del options  # a whole Response's repair recovers no markup
+    del options, new_id  # a whole Response's repair recovers no markup, so makes no call
     return repair_completion(body, NativeRequest.from_body(request))
 
 

@@ -182,10 +182,6 @@ class NamesBack:
         """What the inner stream holds (the events it writes reach this one whole)."""
         return self._inner.held_bytes
 
-    @held_bytes.setter
-    def held_bytes(self, value: int) -> None:
-        self._inner.held_bytes = value
-
     @property
     def over(self) -> bool:
         return self._inner.over
