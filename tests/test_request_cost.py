@@ -18,8 +18,8 @@ import orjson
 import pytest
 
 from proxy.settings import UpstreamSettings
-from proxy.shell.body import parse_json
 from proxy.shell.handlers import OFF_LOOP_BYTES
+from proxy.shell.request_body import parse_json
 from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.protocols.responses import checker
 from tests.request_upstream import AnyUpstream

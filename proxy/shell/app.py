@@ -15,7 +15,6 @@ from proxy.settings import Settings, UpstreamSettings
 from proxy.shell.accesslog import access_middleware
 from proxy.shell.app_state import STATE, ProxyState, UpstreamConfig
 from proxy.shell.auth import ClientKeys, auth_middleware
-from proxy.shell.body import expect_handler
 from proxy.shell.drain import Drain
 from proxy.shell.fleet_metrics import Fleet
 from proxy.shell.handlers import OWN_PREFIX, handle_proxy
@@ -24,11 +23,12 @@ from proxy.shell.limits import Slots
 from proxy.shell.metrics import METRICS, Metrics, handle_metrics
 from proxy.shell.middlewares import (
     error_middleware,
-    note_response_started,
     request_id_middleware,
     request_line_middleware,
+    response_prepared,
 )
 from proxy.shell.readiness import READINESS, Readiness, handle_ready
+from proxy.shell.request_body import expect_handler
 from proxy.shell.template_probe import (
     START_TIMEOUT,
     TemplateState,
@@ -94,7 +94,7 @@ def create_app(settings: Settings, fleet: Fleet | None = None) -> web.Applicatio
     app = web.Application(
         middlewares=middlewares, client_max_size=settings.limits.max_request_body_bytes
     )
-    app.on_response_prepare.append(note_response_started)
+    app.on_response_prepare.append(response_prepared)
     app.on_shutdown.append(drain.on_shutdown)
     app.on_cleanup.append(drain.on_cleanup)
     upstreams = build_upstreams(settings)

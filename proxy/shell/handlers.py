@@ -1,8 +1,8 @@
-"""Request handlers: route, forward, and choose between passthrough and rewriting.
-
-A handler decides *whether* a response is rewritten (route, method, path, status, content
-type); :mod:`proxy.shell.pump` moves the bytes. Errors raised before the response starts are
-ProxyErrors, turned into OpenAI-shaped JSON by the error middleware.
+"""The request's side of the proxy: read the body, route it, ask the core's policy for the
+plan, and make the request the upstream gets (translated, repaired for its chat template,
+``model_map`` applied); then :mod:`proxy.shell.upstream` sends it and
+:mod:`proxy.shell.respond` answers. Errors raised before the response starts are ProxyErrors,
+turned into the client's protocol's error shape by the error middleware.
 """
 
 from __future__ import annotations
@@ -12,58 +12,29 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from functools import cache
-from time import perf_counter
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 import orjson
-from aiohttp import (
-    ClientConnectionError,
-    ClientError,
-    ClientResponse,
-    ClientResponseError,
-    ClientTimeout,
-    ConnectionTimeoutError,
-    hdrs,
-    web,
-)
-from multidict import CIMultiDict
-from yarl import URL
+from aiohttp import web
 
 from proxy.core import streams
-from proxy.core.errors import ClientRequestError, NoRouteError, UpstreamError, UpstreamTimeout
+from proxy.core.errors import ClientRequestError, NoRouteError
 from proxy.core.forwarding import Forwarding
-from proxy.core.policy import Mode, Plan, plan_request, rewrites_response
+from proxy.core.policy import Mode, Plan, plan_request
 from proxy.core.protocols.base import ChatRequest
 from proxy.core.protocols.responses.context import ToolRef
 from proxy.core.request_limits import check_depth, check_tools
 from proxy.core.request_repairs.native import NATIVE_REQUEST_REPAIRS
 from proxy.core.request_repairs.needs import TemplateNeeds
 from proxy.core.request_repairs.repair import repair_request
-from proxy.core.routing import Upstream, is_safe_path, upstream_url
+from proxy.core.routing import Upstream, is_safe_path
 from proxy.settings import Settings
-from proxy.shell import keepalive
-from proxy.shell.app_state import (
-    REQUEST_ID,
-    STATE,
-    ProxyState,
-    UpstreamConfig,
-)
-from proxy.shell.bodies import media_type, read_capped
-from proxy.shell.body import ForwardedBody, body_model, read_body
-from proxy.shell.credentials import apply_credentials, apply_listing_credentials
+from proxy.shell.app_state import STATE, ProxyState
 from proxy.shell.exchange import EXCHANGE
-from proxy.shell.forwarded import set_forwarded
-from proxy.shell.headers import end_to_end
 from proxy.shell.metrics import METRICS
-from proxy.shell.random_ids import new_id_factory
-from proxy.shell.relay import relay
-from proxy.shell.translated import (
-    local_answer,
-    respond_native,
-    respond_translated,
-    translate_request,
-)
+from proxy.shell.request_body import body_model, read_body
+from proxy.shell.respond import local_answer, respond
+from proxy.shell.upstream import UpstreamCall, handle_models
 
 log = logging.getLogger("toolcall_proxy")
 
@@ -123,7 +94,7 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
             async with UpstreamCall(
                 request, state, upstream, data, path=plan.upstream_path, plan=plan
             ) as resp:
-                return await respond_translated(request, state, upstream, plan, chat, resp)
+                return await respond(request, state, upstream, plan, resp, chat=chat)
     # the request as the upstream's chat template takes it (docs/repairs.md): a chat client's
     # under request_repairs = "auto", a native one's for what local servers cannot take
     sent, repairs = payload, Counter[str]()
@@ -140,9 +111,7 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
     payload = sent = None  # the rest of the request goes now
     with upstream.slots.take():
         async with UpstreamCall(request, state, upstream, body, plan=plan) as resp:
-            if plan.mode is Mode.NATIVE:
-                return await respond_native(request, state, upstream, plan, facts, resp, names)
-            return await _respond(request, state, upstream, plan, facts, resp)
+            return await respond(request, state, upstream, plan, resp, facts=facts, names=names)
 
 
 def _route(
@@ -191,6 +160,18 @@ def _translated(
     return chat, orjson.dumps(chat.body), fixed.repairs
 
 
+def translate_request(plan: Plan, payload: object) -> ChatRequest:
+    """The client's request as the chat request to send (a 400 when it cannot be)."""
+    chat = streams.chat_request(plan, payload)
+    for name in chat.dropped:
+        log.debug(
+            "%s request: dropped %s (a chat upstream cannot take it)",
+            plan.protocol.name if plan.protocol else "",
+            name,
+        )
+    return chat
+
+
 def _repaired_chat(payload: object, needs: TemplateNeeds) -> tuple[object, Counter[str]]:
     """A chat client's request as the upstream's template takes it, and the repairs; the very
     payload when no rule applies, so that its bytes go out as they came."""
@@ -231,228 +212,3 @@ def _forwarded(
     forwarded = dict(payload)
     changed = forwarding.apply(forwarded) if forwarding.active else False
     return orjson.dumps(forwarded) if changed or repaired else body
-
-
-class UpstreamCall:
-    """Send the request upstream and map failures before the response to 502/504."""
-
-    def __init__(
-        self,
-        request: web.Request,
-        state: ProxyState,
-        upstream: UpstreamConfig,
-        body: bytes | bytearray | None,
-        *,
-        path: str | None = None,
-        plan: Plan | None = None,
-    ) -> None:
-        self._request = request
-        self._plan = plan
-        self._state = state
-        self._upstream = upstream
-        self._body = body
-        self._path = path  # another path than the client's, without its query (translate)
-        self._resp: ClientResponse | None = None
-
-    async def __aenter__(self) -> ClientResponse:
-        request, upstream, timeouts = self._request, self._upstream, self._state.settings.timeouts
-        # encoded=True: the client's path and query go out byte for byte, never re-normalized.
-        target = request.raw_path if self._path is None else self._path
-        url = URL(upstream_url(upstream.route.base_url, target), encoded=True)
-        headers = _upstream_headers(request, self._state.settings, upstream, self._plan)
-        # No body stays no body: an empty bytes value would add a Content-Length the
-        # client never sent.
-        data: Any = request.content
-        if self._body is not None:
-            data = ForwardedBody(self._body) if self._body else None
-        try:
-            async with asyncio.timeout(timeouts.first_byte):
-                self._resp = await keepalive.request(
-                    self._state.session,
-                    request.method,
-                    url,
-                    replayable=self._body is not None,
-                    headers=headers,
-                    data=data,
-                    allow_redirects=False,
-                    timeout=_client_timeout(timeouts.connect),
-                )
-        except TimeoutError as exc:
-            kind = (
-                "connect_timeout"
-                if isinstance(exc, ConnectionTimeoutError)
-                else "first_byte_timeout"
-            )
-            request[EXCHANGE].upstream_failed(upstream.route.name, kind)
-            raise UpstreamTimeout(f"upstream {upstream.route.name!r} timed out") from exc
-        except ClientConnectionError as exc:
-            request[EXCHANGE].upstream_failed(upstream.route.name, "unreachable")
-            raise UpstreamError(
-                f"upstream {upstream.route.name!r} is unreachable: {type(exc).__name__}"
-            ) from exc
-        except ClientResponseError as exc:
-            # A malformed status line or headers (too long, too many, not HTTP at all).
-            request[EXCHANGE].upstream_failed(upstream.route.name, "invalid_response")
-            raise UpstreamError(
-                f"upstream {upstream.route.name!r} sent an invalid response head"
-            ) from exc
-        return self._resp
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        if self._resp is not None:
-            # release() returns a fully read connection to the pool; close() drops one that
-            # was abandoned mid-body (client gone, error), which is also what cancels the
-            # upstream's generation.
-            if self._resp.content.at_eof():
-                self._resp.release()
-            else:
-                self._resp.close()
-
-
-@cache
-def _client_timeout(connect: float) -> ClientTimeout:
-    """aiohttp's timeouts for an upstream request: only the connect's (``timeouts.first_byte``
-    bounds the rest), one object for every request."""
-    return ClientTimeout(total=None, sock_connect=connect)
-
-
-def _upstream_headers(
-    request: web.Request, settings: Settings, upstream: UpstreamConfig, plan: Plan | None
-) -> CIMultiDict[str]:
-    headers = end_to_end(request.headers, drop=[hdrs.HOST, hdrs.CONTENT_LENGTH, hdrs.EXPECT])
-    # the client's key is for the proxy only when auth is on; the upstream's replaces it
-    auth = settings.auth.enabled
-    if plan is None:  # GET /v1/models, asked of every upstream
-        messages = plan_request(
-            "POST",
-            "/v1/messages",
-            normalize=upstream.normalize is not None,
-            modes=upstream.options.protocol_modes(),
-        )
-        apply_listing_credentials(headers, messages, upstream.authorization, auth_enabled=auth)
-    else:
-        apply_credentials(headers, plan, upstream.authorization, auth_enabled=auth)
-    if upstream.options.normalize:
-        # A response we may rewrite must arrive uncompressed; others keep the client's choice.
-        headers[hdrs.ACCEPT_ENCODING] = "identity"
-    set_forwarded(
-        headers, remote=request.remote, scheme=request.scheme, settings=settings.forwarded
-    )
-    headers["X-Request-Id"] = request[REQUEST_ID]
-    return headers
-
-
-async def _respond(
-    request: web.Request,
-    state: ProxyState,
-    upstream: UpstreamConfig,
-    plan: Plan,
-    facts: object,
-    resp: ClientResponse,
-) -> web.StreamResponse:
-    """A chat completion's or a passthrough request's response; the plan says which is
-    rewritten (proxy.core.policy). ``facts``: what the repair reads of the request."""
-    exchange = request[EXCHANGE]
-    exchange.meter.upstream_headers_at = perf_counter()
-    kind = media_type(resp)
-    encoded = hdrs.CONTENT_ENCODING in resp.headers
-    rewrite = rewrites_response(plan, resp.status, kind, encoded)
-    head = b""
-    if rewrite and kind == "application/json":
-        body, complete = await read_capped(
-            resp, state.settings.limits.max_response_body_bytes, idle=state.settings.timeouts.idle
-        )
-        if complete:
-            return _completion_response(request, upstream, plan, facts, resp, body)
-        head = body  # too large to hold, or cut off: what came goes out first, then the rest
-    rewriting = None
-    if rewrite and kind == "text/event-stream":
-        assert upstream.normalize is not None  # a chat plan is made only for a normalizing one
-        rewriting = streams.rewrite_stream(
-            plan, options=upstream.normalize, request=facts, new_id=new_id_factory()
-        )
-    response = web.StreamResponse(status=resp.status, reason=resp.reason)
-    drop = (hdrs.CONTENT_LENGTH,) if rewriting is not None else ()
-    response.headers.extend(end_to_end(resp.headers, drop=drop))
-    response.headers["X-Request-Id"] = request[REQUEST_ID]
-    if kind == "text/event-stream":
-        response.headers["X-Accel-Buffering"] = "no"
-    await response.prepare(request)
-    exchange.response_started(
-        resp.status, streaming=kind == "text/event-stream", repair_source=rewriting
-    )
-    if head:
-        exchange.meter.received(head)
-        exchange.meter.sending(head)
-        await response.write(head)
-    return await relay(
-        request,
-        state,
-        upstream,
-        resp,
-        response,
-        transform=None if rewriting is None else rewriting.transform,
-        repairs=None if rewriting is None else rewriting.repairs,
-    )
-
-
-def _completion_response(
-    request: web.Request,
-    upstream: UpstreamConfig,
-    plan: Plan,
-    facts: object,
-    resp: ClientResponse,
-    body: bytes,
-) -> web.Response:
-    """The non-streaming chat completion, repaired."""
-    assert upstream.normalize is not None
-    exchange = request[EXCHANGE]
-    exchange.meter.received(body)
-    fixed, repairs = streams.repair_whole(
-        plan, body=body, options=upstream.normalize, request=facts, new_id=new_id_factory()
-    )
-    exchange.completion_rewritten(resp.status, repairs)
-    exchange.meter.sending(fixed)
-    if repairs:
-        log.debug("upstream %s completion repairs: %s", upstream.route.name, dict(repairs))
-    response = web.Response(status=resp.status, reason=resp.reason, body=fixed)
-    response.headers.extend(end_to_end(resp.headers, drop=(hdrs.CONTENT_LENGTH,)))
-    response.headers["X-Request-Id"] = request[REQUEST_ID]
-    return response
-
-
-async def handle_models(request: web.Request) -> web.StreamResponse:
-    """GET /v1/models: the union of every upstream's list, asked concurrently."""
-    state = request.app[STATE]
-    upstreams = [state.upstream(u.name) for u in state.router.upstreams]
-    results = await asyncio.gather(*(_list_models(request, state, u) for u in upstreams))
-    seen: set[object] = set()
-    data: list[object] = []
-    for models in results:
-        for entry in models or ():
-            key = entry.get("id") if isinstance(entry, dict) else None
-            if key not in seen:
-                seen.add(key)
-                data.append(entry)
-    if all(models is None for models in results):
-        raise UpstreamError("no upstream answered GET /v1/models")
-    return web.Response(
-        body=orjson.dumps({"object": "list", "data": data}), content_type="application/json"
-    )
-
-
-async def _list_models(
-    request: web.Request, state: ProxyState, upstream: UpstreamConfig
-) -> list[Any] | None:
-    try:
-        async with UpstreamCall(request, state, upstream, b"") as resp:
-            if resp.status != 200:
-                raise UpstreamError(f"status {resp.status}")
-            body = orjson.loads(await resp.read())
-            data = body.get("data") if isinstance(body, dict) else None
-            if not isinstance(data, list):
-                raise UpstreamError("no data list in the answer")
-            return data
-    except (UpstreamError, orjson.JSONDecodeError, ClientError) as exc:
-        log.warning("GET /v1/models: skipping upstream %s: %s", upstream.route.name, exc)
-        return None

@@ -9,14 +9,14 @@ until the response (streamed or not) has ended or the client has left. The count
 process: with ``workers = N`` each worker holds its own, so N times the limit can be in flight.
 
 Size caps: the request body (``limits.max_request_body_bytes``, 413, applied by
-:mod:`proxy.shell.body` to bodies the proxy reads) and each request line or header line
+:mod:`proxy.shell.request_body` to bodies the proxy reads) and each request line or header line
 (``limits.max_header_bytes``, 400 from aiohttp's HTTP parser, before any handler runs).
 
 Time caps: a request's headers must have arrived ``timeouts.request_headers`` after the
 connection opened or its previous response ended. That is aiohttp's ``keepalive_timeout``,
 which since aiohttp 3.14.4 runs from the connection's start and closes a connection whose
 next request has not been parsed in time, idle or half-sent alike. A body the proxy reads
-must arrive within ``timeouts.request_body`` (:mod:`proxy.shell.body`).
+must arrive within ``timeouts.request_body`` (:mod:`proxy.shell.request_body`).
 """
 
 from __future__ import annotations

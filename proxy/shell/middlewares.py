@@ -58,14 +58,7 @@ async def request_id_middleware(request: web.Request, handler: Handler) -> web.S
     given = request.headers.get("X-Request-Id", "")
     request_id = given if _CLIENT_ID.fullmatch(given) else uuid.uuid4().hex
     request[REQUEST_ID] = request_id
-    try:
-        response = await handler(request)
-    except web.HTTPException as exc:
-        exc.headers["X-Request-Id"] = request_id
-        raise
-    if not response.prepared:
-        response.headers["X-Request-Id"] = request_id
-    return response
+    return await handler(request)  # response_prepared puts it on the response
 
 
 @web.middleware
@@ -127,8 +120,13 @@ def _internal_error(request: web.Request, exc: Exception) -> web.Response:
     return error_response(500, message, "proxy_error", request)
 
 
-async def note_response_started(request: web.Request, response: web.StreamResponse) -> None:
-    """``on_response_prepare``: from here on the status is sent and cannot change."""
+async def response_prepared(request: web.Request, response: web.StreamResponse) -> None:
+    """``on_response_prepare``, for every response the proxy sends (its own, an upstream's,
+    an error): the one place ``X-Request-Id`` is set, and from here on the status is sent and
+    cannot change."""
+    request_id = request.get(REQUEST_ID)
+    if request_id is not None:
+        response.headers["X-Request-Id"] = request_id
     request[RESPONSE_STARTED] = True
 
 
@@ -140,7 +138,6 @@ async def _answer_and_close(request: web.Request, response: web.Response) -> web
     413: the client reads the answer instead of a reset) and a waste for one that is not.
     """
     response.force_close()
-    response.headers["X-Request-Id"] = request[REQUEST_ID]
     exchange = request.get(EXCHANGE)
     if exchange is not None and isinstance(response.body, bytes):
         exchange.meter.sending(response.body)

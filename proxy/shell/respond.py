@@ -1,10 +1,9 @@
-"""Answers to clients of the Responses and Messages APIs: translated from a chat upstream, or
-the upstream's own endpoint repaired in place.
+"""The upstream's answer to the client, for every plan (proxy/core/policy.py): passed
+through, repaired in the client's own protocol (chat, native), or translated.
 
-The core decides and rewrites (proxy/core/policy.py, proxy/core/bridge.py,
-proxy/core/protocols/); this module moves bytes, as proxy/shell/handlers.py does for chat.
-Whatever goes wrong before the stream starts reaches the client in its own protocol's error
-shape (``ClientProtocol.error_body``), with the upstream's status where it had one.
+The core makes what a rewritten answer is (proxy/core/streams.py); this module moves bytes and
+sets heads. Whatever goes wrong in translate mode before the stream starts reaches the client
+in its own protocol's error shape, with the upstream's status where it had one.
 """
 
 from __future__ import annotations
@@ -19,15 +18,15 @@ from aiohttp import ClientResponse, hdrs, web
 
 from proxy.core import streams
 from proxy.core.errors import ClientRequestError
-from proxy.core.policy import Plan
+from proxy.core.policy import Mode, Plan, rewrites_response
 from proxy.core.protocols.base import ChatRequest
 from proxy.core.protocols.responses.context import ToolRef
-from proxy.shell.app_state import REQUEST_ID, ProxyState, UpstreamConfig
-from proxy.shell.bodies import media_type, read_capped, upstream_error_message
+from proxy.shell.app_state import ProxyState, UpstreamConfig
 from proxy.shell.exchange import EXCHANGE, Exchange
 from proxy.shell.headers import end_to_end
 from proxy.shell.random_ids import new_id_factory
 from proxy.shell.relay import relay
+from proxy.shell.upstream_body import media_type, read_capped, upstream_error_message
 
 log = logging.getLogger("toolcall_proxy")
 
@@ -35,16 +34,27 @@ _SSE = "text/event-stream"
 _JSON = "application/json"
 
 
-def translate_request(plan: Plan, payload: object) -> ChatRequest:
-    """The client's request as the chat request to send (a 400 when it cannot be)."""
-    chat = streams.chat_request(plan, payload)
-    for name in chat.dropped:
-        log.debug(
-            "%s request: dropped %s (a chat upstream cannot take it)",
-            plan.protocol.name if plan.protocol else "",
-            name,
-        )
-    return chat
+async def respond(
+    request: web.Request,
+    state: ProxyState,
+    upstream: UpstreamConfig,
+    plan: Plan,
+    resp: ClientResponse,
+    *,
+    facts: object = None,
+    chat: ChatRequest | None = None,
+    names: Mapping[str, ToolRef] | None = None,
+) -> web.StreamResponse:
+    """``resp`` to the client as ``plan`` says. ``facts``: what the repair of a CHAT or
+    NATIVE answer reads of the request (``streams.request_facts``); ``chat``: the request a
+    TRANSLATE plan sent; ``names``: the tools a native request was sent under other names."""
+    request[EXCHANGE].meter.upstream_headers_at = perf_counter()
+    if plan.mode is Mode.TRANSLATE:
+        assert chat is not None
+        return await _translated(request, state, upstream, plan, chat, resp)
+    if plan.mode is Mode.NATIVE:
+        return await _native(request, state, upstream, plan, facts, resp, names or {})
+    return await _in_place(request, state, upstream, plan, facts, resp)
 
 
 def local_answer(plan: Plan, payload: object) -> web.Response:
@@ -55,7 +65,84 @@ def local_answer(plan: Plan, payload: object) -> web.Response:
     return web.Response(body=orjson.dumps(plan.local(payload)), content_type=_JSON)
 
 
-async def respond_translated(
+async def _in_place(
+    request: web.Request,
+    state: ProxyState,
+    upstream: UpstreamConfig,
+    plan: Plan,
+    facts: object,
+    resp: ClientResponse,
+) -> web.StreamResponse:
+    """A chat completion's or a passthrough request's response; the plan says which is
+    rewritten (proxy.core.policy). ``facts``: what the repair reads of the request."""
+    exchange = request[EXCHANGE]
+    kind = media_type(resp)
+    encoded = hdrs.CONTENT_ENCODING in resp.headers
+    rewrite = rewrites_response(plan, resp.status, kind, encoded)
+    head = b""
+    if rewrite and kind == "application/json":
+        body, complete = await read_capped(
+            resp, state.settings.limits.max_response_body_bytes, idle=state.settings.timeouts.idle
+        )
+        if complete:
+            return _repaired_whole(request, upstream, plan, facts, resp, body)
+        head = body  # too large to hold, or cut off: what came goes out first, then the rest
+    rewriting = None
+    if rewrite and kind == "text/event-stream":
+        assert upstream.normalize is not None  # a chat plan is made only for a normalizing one
+        rewriting = streams.rewrite_stream(
+            plan, options=upstream.normalize, request=facts, new_id=new_id_factory()
+        )
+    response = web.StreamResponse(status=resp.status, reason=resp.reason)
+    drop = (hdrs.CONTENT_LENGTH,) if rewriting is not None else ()
+    response.headers.extend(end_to_end(resp.headers, drop=drop))
+    if kind == "text/event-stream":
+        response.headers["X-Accel-Buffering"] = "no"
+    await response.prepare(request)
+    exchange.response_started(
+        resp.status, streaming=kind == "text/event-stream", repair_source=rewriting
+    )
+    if head:
+        exchange.meter.received(head)
+        exchange.meter.sending(head)
+        await response.write(head)
+    return await relay(
+        request,
+        state,
+        upstream,
+        resp,
+        response,
+        transform=None if rewriting is None else rewriting.transform,
+        repairs=None if rewriting is None else rewriting.repairs,
+    )
+
+
+def _repaired_whole(
+    request: web.Request,
+    upstream: UpstreamConfig,
+    plan: Plan,
+    facts: object,
+    resp: ClientResponse,
+    body: bytes,
+) -> web.Response:
+    """A whole body of the client's own protocol (a chat completion, a native Response or
+    Message), repaired."""
+    assert upstream.normalize is not None
+    exchange = request[EXCHANGE]
+    exchange.meter.received(body)
+    fixed, repairs = streams.repair_whole(
+        plan, body=body, options=upstream.normalize, request=facts, new_id=new_id_factory()
+    )
+    exchange.completion_rewritten(resp.status, repairs)
+    exchange.meter.sending(fixed)
+    if repairs:
+        log.debug("upstream %s completion repairs: %s", upstream.route.name, dict(repairs))
+    response = web.Response(status=resp.status, reason=resp.reason, body=fixed)
+    response.headers.extend(end_to_end(resp.headers, drop=(hdrs.CONTENT_LENGTH,)))
+    return response
+
+
+async def _translated(
     request: web.Request,
     state: ProxyState,
     upstream: UpstreamConfig,
@@ -66,7 +153,6 @@ async def respond_translated(
     options = upstream.normalize
     assert options is not None
     exchange = request[EXCHANGE]
-    exchange.meter.upstream_headers_at = perf_counter()
     limit = state.settings.limits.max_response_body_bytes
     idle = state.settings.timeouts.idle
     kind = media_type(resp)
@@ -110,7 +196,7 @@ async def respond_translated(
     )
 
 
-async def respond_native(
+async def _native(
     request: web.Request,
     state: ProxyState,
     upstream: UpstreamConfig,
@@ -127,7 +213,6 @@ async def respond_native(
     options = upstream.normalize
     assert options is not None
     exchange = request[EXCHANGE]
-    exchange.meter.upstream_headers_at = perf_counter()
     kind = media_type(resp)
     rewritable = resp.status == 200 and hdrs.CONTENT_ENCODING not in resp.headers
     if rewritable and kind == _JSON:
@@ -135,16 +220,7 @@ async def respond_native(
             resp, state.settings.limits.max_response_body_bytes, idle=state.settings.timeouts.idle
         )
         if complete:
-            exchange.meter.received(body)
-            fixed, repairs = streams.repair_whole(
-                plan, body=body, options=options, request=facts, new_id=new_id_factory()
-            )
-            exchange.completion_rewritten(resp.status, repairs)
-            exchange.meter.sending(fixed)
-            answer = web.Response(status=resp.status, reason=resp.reason, body=fixed)
-            answer.headers.extend(end_to_end(resp.headers, drop=(hdrs.CONTENT_LENGTH,)))
-            answer.headers["X-Request-Id"] = request[REQUEST_ID]
-            return answer
+            return _repaired_whole(request, upstream, plan, facts, resp, body)
         return await _passthrough(request, state, upstream, resp, head=body)
     if rewritable and kind == _SSE:
         rewrite = streams.rewrite_stream(
@@ -175,7 +251,6 @@ async def _passthrough(
     exchange = request[EXCHANGE]
     response = web.StreamResponse(status=resp.status, reason=resp.reason)
     response.headers.extend(end_to_end(resp.headers))
-    response.headers["X-Request-Id"] = request[REQUEST_ID]
     await response.prepare(request)
     exchange.response_started(resp.status, streaming=media_type(resp) == _SSE, repair_source=None)
     if head:
@@ -191,7 +266,6 @@ async def _start_stream(request: web.Request, resp: ClientResponse) -> web.Strea
     response = web.StreamResponse(status=200)
     response.headers.extend(end_to_end(resp.headers, drop=(hdrs.CONTENT_LENGTH, hdrs.CONTENT_TYPE)))
     response.headers[hdrs.CONTENT_TYPE] = _SSE
-    response.headers["X-Request-Id"] = request[REQUEST_ID]
     response.headers["X-Accel-Buffering"] = "no"
     await response.prepare(request)
     return response
@@ -209,6 +283,4 @@ async def _read_whole(
 def _answer(request: web.Request, status: int, body: bytes) -> web.Response:
     """A whole JSON answer of the proxy's own making, counted for the access line."""
     request[EXCHANGE].meter.sending(body)
-    response = web.Response(status=status, body=body, content_type=_JSON)
-    response.headers["X-Request-Id"] = request[REQUEST_ID]
-    return response
+    return web.Response(status=status, body=body, content_type=_JSON)
