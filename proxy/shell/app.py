@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Final
+from typing import Any, Final
 
 from aiohttp import ClientSession, DummyCookieJar, TCPConnector, hdrs, web
 from aiohttp.typedefs import Middleware
 
+from proxy.core.errors import ConfigError
 from proxy.core.options import UpstreamOptions
 from proxy.core.routing import Router, Upstream
 from proxy.settings import Settings, UpstreamSettings
@@ -55,19 +56,35 @@ def build_upstreams(settings: Settings) -> dict[str, UpstreamConfig]:
 
 
 def upstream_options(options: UpstreamSettings, settings: Settings) -> UpstreamOptions:
-    """The one value through which an upstream's settings reach the core (core/options.py)."""
-    limits = settings.limits
+    """The one value through which an upstream's settings reach the core (core/options.py).
+
+    A field of ``UpstreamOptions`` named like a setting of the upstream (``dedupe_calls``) or
+    of ``limits`` (``max_held_bytes``) is copied from it as it is, so that adding such a
+    setting touches no line here; the fields the core reads in another form than the
+    settings give are made below. A field neither copied nor made stops the start (it would
+    silently keep its default: how two limits once got lost on the way to native mode)."""
+    copied: dict[str, Any] = {}
+    for name in UpstreamOptions.__dataclass_fields__:
+        if name in _MADE:
+            continue
+        source = next((s for s in (options, settings.limits) if name in type(s).model_fields), None)
+        if source is None:
+            raise ConfigError(
+                f"UpstreamOptions.{name} has no setting of the same name (upstreams[] or"
+                " limits) and is not made in proxy/shell/app.py upstream_options"
+            )
+        copied[name] = getattr(source, name)
     return UpstreamOptions(
         coalesce=options.output == "coalesced",
         dialects=options.dialect_names(),
-        extract_from_reasoning=options.extract_from_reasoning,
-        dedupe_calls=options.dedupe_calls,
-        max_event_bytes=limits.max_event_bytes,
-        max_held_bytes=limits.max_held_bytes,
-        max_response_body_bytes=limits.max_response_body_bytes,
         request_repairs=options.request_repairs == "auto",
         template=options.template_needs(),
+        **copied,
     )
+
+
+#: the fields upstream_options makes rather than copies
+_MADE: Final = frozenset({"coalesce", "dialects", "request_repairs", "template"})
 
 
 async def handle_health(request: web.Request) -> web.Response:

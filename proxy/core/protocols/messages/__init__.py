@@ -51,7 +51,7 @@ def native(
 def native_completion(
     *, body: bytes, request: object, options: UpstreamOptions, new_id: Callable[[], str]
 ) -> tuple[bytes, Counter[str]]:
-    return repair_message(body, request, new_id, dialects=options.dialects)
+    return repair_message(body, request, new_id=new_id, options=options)
 
 
 PROTOCOL = ClientProtocol(

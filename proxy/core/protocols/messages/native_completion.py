@@ -18,6 +18,7 @@ from proxy.core.errors import DialectError
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup import build_extractor, check_names
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Segment, Text
+from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.messages.native_block import extracts, input_parses
 from proxy.core.protocols.messages.native_fields import block_start, message_delta
 from proxy.core.protocols.messages.request import convert_tools
@@ -25,11 +26,7 @@ from proxy.core.repairs import Repair, markup_kind
 
 
 def repair_message(
-    body: bytes,
-    request: object,
-    new_id: Callable[[], str],
-    *,
-    dialects: Sequence[str] = ("auto",),
+    body: bytes, request: object, *, new_id: Callable[[], str], options: UpstreamOptions
 ) -> tuple[bytes, Counter[str]]:
     repairs: Counter[str] = Counter()
     try:
@@ -39,7 +36,7 @@ def repair_message(
     if not isinstance(message, dict) or not isinstance(message.get("content"), list):
         return body, repairs
     request = request if isinstance(request, dict) else {}
-    names = check_names(dialects) if extracts(request) else ()
+    names = check_names(options.dialects) if extracts(request) else ()
     tools = convert_tools(request.get("tools")) if names else []
     content: list[Any] = []
     for block in message["content"]:

@@ -60,8 +60,8 @@ def native(*, new_id: Callable[[], str], request: object, options: UpstreamOptio
 def native_completion(
     *, body: bytes, request: object, options: UpstreamOptions, new_id: Callable[[], str]
 ) -> tuple[bytes, Counter[str]]:
-    del options, new_id  # a whole Response's repair recovers no markup, so makes no call
-    return repair_completion(body, NativeRequest.from_body(request))
+    del new_id  # a whole Response's repair recovers no markup, so makes no call
+    return repair_completion(body, NativeRequest.from_body(request), options=options)
 
 
 PROTOCOL = ClientProtocol(

@@ -13,11 +13,15 @@ from collections import Counter
 import orjson
 
 from proxy.core.jsonvalues import loads
+from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.responses.native_request import NativeRequest
 from proxy.core.repairs import Repair
 
 
-def repair_completion(body: bytes, request: NativeRequest) -> tuple[bytes, Counter[str]]:
+def repair_completion(
+    body: bytes, request: NativeRequest, *, options: UpstreamOptions
+) -> tuple[bytes, Counter[str]]:
+    del options  # the upstream's settings, as every repairer gets them; none applies here yet
     repairs: Counter[str] = Counter()
     response = loads(body)
     if not isinstance(response, dict) or not isinstance(response.get("output"), list):
