@@ -15,11 +15,9 @@ from proxy.core.sse import (
     RawBytes,
     SSEDecoder,
     encode_event,
-    first_event_end,
     plain_data,
     plain_datas,
     slices,
-    split_whole_events,
 )
 
 
@@ -302,22 +300,74 @@ def test_a_read_no_longer_than_a_slice_is_not_copied() -> None:
     assert part is data
 
 
-# -- reads cut at event ends (the whole-read fast paths ask these, never the bytes) ---------
+# -- whole plain events and the rest, in one call (the whole-read fast path asks this) -------
 
 
-def test_the_end_of_an_event_begun_in_an_earlier_read():
-    assert first_event_end(b'ta: {"a": 1}\n\ndata: x\n\n') == len(b'ta: {"a": 1}\n\n')
-    assert first_event_end(b'ta: {"a": 1}\n') == -1
-    assert first_event_end(b"\n\n") == 2
+def _pending(start: bytes) -> SSEDecoder:
+    decoder = SSEDecoder()
+    decoder.feed(b"data: first\n\n")  # not at the stream's start, where a BOM may be
+    assert decoder.feed(start) == []
+    return decoder
 
 
-def test_a_read_cut_after_its_last_whole_event():
-    assert split_whole_events(b"data: a\n\ndata: b\n\ndata: c") == (
-        b"data: a\n\ndata: b\n\n",
-        b"data: c",
-    )
-    assert split_whole_events(b"data: a\n\n") == (b"data: a\n\n", b"")
-    assert split_whole_events(b"data: a\n") == (b"", b"data: a\n")
+def test_the_end_of_an_event_begun_in_an_earlier_read_is_decoded_first():
+    decoder = _pending(b"da")
+    decoded, plain, count, rest = decoder.whole_events(b'ta: {"a": 1}\n\ndata: x\n\n')
+    assert [e.raw for e in decoded] == [b'data: {"a": 1}\n\n']
+    assert (plain, count, rest) == (b"data: x\n\n", 1, b"")
+    decoder = _pending(b"da")
+    assert decoder.whole_events(b'ta: {"a": 1}\n') == ([], b"", 0, b"")  # still pending
+    assert decoder.pending
+    decoder = _pending(b"data: a")
+    decoded, plain, count, rest = decoder.whole_events(b"\n\n")
+    assert [e.raw for e in decoded] == [b"data: a\n\n"]
+    assert (plain, count, rest) == (b"", 0, b"")
+
+
+def test_a_read_is_cut_after_its_last_whole_event():
+    decoder = _pending(b"")
+    read = b"data: a\n\ndata: b\n\ndata: c"
+    assert decoder.whole_events(read) == ((), b"data: a\n\ndata: b\n\n", 2, b"data: c")
+    whole = b"data: a\n\n"
+    decoded, plain, count, rest = decoder.whole_events(whole)
+    assert (decoded, count, rest) == ((), 1, b"")
+    assert plain is whole  # the very bytes object: forwarded as it came
+    assert decoder.whole_events(b"data: a\n") == ((), b"", 0, b"data: a\n")
+
+
+def test_events_of_another_framing_are_the_rest_and_the_first_read_is_never_plain():
+    assert SSEDecoder().whole_events(b"data: a\n\n") == ((), b"", 0, b"data: a\n\n")  # a BOM?
+    decoder = _pending(b"")
+    framed = b"event: e\ndata: a\n\ndata: b\n\n"
+    assert decoder.whole_events(framed) == ((), b"", 0, framed)
+
+
+@given(data=st.one_of(streams, lf_streams), points=st.lists(st.integers(min_value=0), max_size=8))
+@example(data=b"data: a\n\ndata: b\n\n", points=[3, 12])
+def test_whole_events_then_plain_then_rest_decode_as_the_reads_do(
+    data: bytes, points: list[int]
+) -> None:
+    """However the stream is cut: the decoded events, then the plain events fed (``count``
+    of them, each one line of data), then the rest fed, are the events ``feed`` gives."""
+    decoder = SSEDecoder()
+    got: list[Event | RawBytes] = []
+    for read in cut(data, points):
+        decoded, plain, count, rest = decoder.whole_events(read)
+        assert read.endswith(plain + rest)  # what comes back unfed is the read's own tail
+        got += decoded
+        if count:
+            events = decoder.feed(plain)
+            assert len(events) == count
+            assert all(
+                isinstance(e, Event) and e.raw == b"data: " + (e.data or b"") + b"\n\n"
+                for e in events
+            )
+            got += events
+        else:
+            assert plain == b""
+        got += decoder.feed(rest)
+    got += decoder.close()
+    assert got == decode([data])
 
 
 def test_the_data_of_plain_events_is_what_the_decoder_reads():

@@ -27,12 +27,14 @@ Rules this module keeps (WHATWG HTML, "event stream interpretation"):
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
 DEFAULT_MAX_EVENT_BYTES: Final = 1 << 20
 _LINE_END: Final = re.compile(rb"\r\n|\r|\n")
 _BOM: Final = b"\xef\xbb\xbf"
+_NOTHING: Final[tuple[()]] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +109,8 @@ class SSEDecoder:
         ending in LF LF, starting where the previous events ended; 0 for any other read.
 
         Such a read leaves the decoder as it found it, so a caller that finds nothing to change
-        in its bytes (chat/sse_stream.py) may forward it whole without feeding it here: a handful
-        of byte counts in C instead of an Event per event.
+        in its bytes may forward it whole without feeding it here (``whole_events``): a
+        handful of byte counts in C instead of an Event per event.
         """
         if (
             self._buf
@@ -129,6 +131,39 @@ class SSEDecoder:
         ):
             return events
         return 0
+
+    def whole_events(self, chunk: bytes) -> tuple[Sequence[Event | RawBytes], bytes, int, bytes]:
+        """One read as the whole-read fast path takes it, in one call: ``(decoded, plain,
+        count, rest)``.
+
+        ``decoded``: the events that end an event an earlier read began (fed here, as ``feed``
+        gives them; the whole read when that event does not end in it). ``plain``: the whole
+        one-line data events after them, ``count`` of them (``plain_events``; b"" and 0 when
+        they are anything else), left unfed: such events leave the decoder as it is, so a
+        caller that finds nothing to change in them may forward ``plain`` as it came, else it
+        feeds it. ``rest``: the bytes after them, unfed; the caller feeds them after
+        ``plain``. A read that is nothing but plain events comes back as ``plain`` itself,
+        the very bytes object.
+        """
+        if not self._buf:
+            count = self.plain_events(chunk)
+            if count:  # the usual read: whole plain events and nothing else
+                return _NOTHING, chunk, count, b""
+        decoded: Sequence[Event | RawBytes] = _NOTHING
+        if self._buf:
+            end = chunk.find(b"\n\n") + 2
+            if end < 2:
+                return self.feed(chunk), b"", 0, b""
+            decoded = self.feed(chunk[:end])
+            chunk = chunk[end:]
+        end = chunk.rfind(b"\n\n") + 2
+        if end < 2:
+            return decoded, b"", 0, chunk
+        whole = chunk[:end]  # the very object when the read ends with its last event
+        count = self.plain_events(whole)
+        if not count:
+            return decoded, b"", 0, chunk
+        return decoded, whole, count, chunk[end:]
 
     def _whole_data_events(self, chunk: bytes, events: list[Event | RawBytes]) -> bytes:
         """The common read, without the line machine: whole events of one ``data: `` line
@@ -234,23 +269,9 @@ class SSEDecoder:
         return event
 
 
-# -- reads cut at event ends: what the whole-read fast paths know of the framing ---------------
-# A caller that forwards whole events unfed (chat/sse_stream.py) cuts reads where events end
-# and reads their data only through these, so that framing stays known here alone.
-
-
-def first_event_end(chunk: bytes) -> int:
-    """Where the event that an earlier read began ends in ``chunk``: after its blank line
-    (LF LF); -1 when it does not end in this read."""
-    end = chunk.find(b"\n\n")
-    return -1 if end < 0 else end + 2
-
-
-def split_whole_events(chunk: bytes) -> tuple[bytes, bytes]:
-    """``chunk`` cut after its last blank line (LF LF): the whole events (b"" if none) and the
-    start of one that a later read ends."""
-    end = chunk.rfind(b"\n\n") + 2
-    return (chunk[:end], chunk[end:]) if end > 1 else (b"", chunk)
+# -- the data of plain events: what the whole-read fast paths know of the framing ----------
+# A caller that forwards whole events unfed (chat/sse_stream.py, through ``whole_events``)
+# reads their data only through these, so that framing stays known here alone.
 
 
 def plain_data(event: bytes) -> bytes:

@@ -13,7 +13,7 @@ are what feeding it would have left.
 from __future__ import annotations
 
 from proxy.core.protocols.chat.normalize import StreamNormalizer
-from proxy.core.sse import SSEDecoder, first_event_end, split_whole_events
+from proxy.core.sse import SSEDecoder
 
 
 class ChatSSEStream:
@@ -38,22 +38,15 @@ class ChatSSEStream:
         A read need not end where an event does (an unthrottled upstream's reads rarely do):
         the end of an event an earlier read began, and the start of one the next read ends,
         are decoded; the whole events between them may still go out whole."""
-        events = self._decoder.plain_events(chunk)
-        if events:  # the usual read, whole events that need no cutting (nor a call to cut)
-            fast = self.normalizer.feed_read(chunk, events)
-            return self._decode(chunk) if fast is None else fast
-        out: list[bytes] = []
-        if self._decoder.pending:
-            end = first_event_end(chunk)
-            if end < 0:
-                return self._decode(chunk)
-            out = self._decode(chunk[:end])
-            chunk = chunk[end:]
-        whole, rest = split_whole_events(chunk)
-        if whole:
-            events = self._decoder.plain_events(whole)
-            fast = self.normalizer.feed_read(whole, events) if events else None
-            out += self._decode(whole) if fast is None else fast
+        normalizer = self.normalizer
+        decoded, plain, count, rest = self._decoder.whole_events(chunk)
+        out = [b for item in decoded for b in normalizer.feed(item)] if decoded else []
+        if count:
+            fast = normalizer.feed_read(plain, count)
+            part = self._decode(plain) if fast is None else fast
+            if not out and not rest:
+                return part  # the usual read: whole events, the list made for them
+            out += part
         if rest:
             out += self._decode(rest)
         return out
