@@ -36,6 +36,8 @@ from proxy.core.protocols.responses.context import ToolRef
 from proxy.core.protocols.responses.native_tools import NamesBack
 
 __all__ = [
+    "ChatRequest",
+    "Renames",
     "Rewrite",
     "StreamTransform",
     "WholeAnswer",
@@ -46,6 +48,11 @@ __all__ = [
     "rewrite_stream",
     "translate_whole",
 ]
+
+
+#: native Responses: the names its request repair gave the client's tools -> those tools
+#: (proxy/core/request_repairs/native.py), named back in the stream
+Renames = Mapping[str, ToolRef]
 
 
 class StreamTransform(Protocol):
@@ -108,7 +115,7 @@ def rewrite_stream(
     options: UpstreamOptions,
     request: object,
     new_id: Callable[[], str],
-    names: Mapping[str, ToolRef] | None = None,
+    names: Renames | None = None,
 ) -> Rewrite:
     """The stream of a CHAT, NATIVE or TRANSLATE plan, rewritten. ``request``: the
     ``request_facts`` (CHAT, NATIVE) or the ``chat_request`` (TRANSLATE); ``names``, native

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Final, TypeVar
 
@@ -21,8 +21,6 @@ from proxy.core import streams
 from proxy.core.errors import ClientRequestError, NoRouteError
 from proxy.core.forwarding import Forwarding
 from proxy.core.policy import Mode, Plan, plan_request
-from proxy.core.protocols.base import ChatRequest
-from proxy.core.protocols.responses.context import ToolRef
 from proxy.core.request_limits import check_depth, check_tools
 from proxy.core.request_repairs.native import NATIVE_REQUEST_REPAIRS
 from proxy.core.request_repairs.needs import TemplateNeeds
@@ -98,7 +96,7 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
     # the request as the upstream's chat template takes it (docs/repairs.md): a chat client's
     # under request_repairs = "auto", a native one's for what local servers cannot take
     sent, repairs = payload, Counter[str]()
-    names: Mapping[str, ToolRef] = {}
+    names: streams.Renames = {}
     if plan.mode is Mode.CHAT and upstream.normalize and upstream.normalize.request_repairs:
         sent, repairs = await off_loop(size, _repaired_chat, payload, needs)
     elif plan.mode is Mode.NATIVE and plan.protocol is not None and isinstance(payload, dict):
@@ -149,7 +147,7 @@ async def off_loop(size: int, work: Callable[..., _T], *args: object) -> _T:
 
 def _translated(
     plan: Plan, payload: object, forwarding: Forwarding, needs: TemplateNeeds
-) -> tuple[ChatRequest, bytes, Counter[str]]:
+) -> tuple[streams.ChatRequest, bytes, Counter[str]]:
     """The chat request for the client's, as every template takes it (the proxy built it:
     the request repairs always apply), its body as sent (``model_map`` and
     ``max_tokens_limit`` applied), and the request repairs made."""
@@ -160,7 +158,7 @@ def _translated(
     return chat, orjson.dumps(chat.body), fixed.repairs
 
 
-def translate_request(plan: Plan, payload: object) -> ChatRequest:
+def translate_request(plan: Plan, payload: object) -> streams.ChatRequest:
     """The client's request as the chat request to send (a 400 when it cannot be)."""
     chat = streams.chat_request(plan, payload)
     for name in chat.dropped:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping
 from time import perf_counter
 
 import orjson
@@ -19,8 +18,6 @@ from aiohttp import ClientResponse, hdrs, web
 from proxy.core import streams
 from proxy.core.errors import ClientRequestError
 from proxy.core.policy import Mode, Plan, rewrites_response
-from proxy.core.protocols.base import ChatRequest
-from proxy.core.protocols.responses.context import ToolRef
 from proxy.shell.app_state import ProxyState, UpstreamConfig
 from proxy.shell.exchange import EXCHANGE, Exchange
 from proxy.shell.headers import end_to_end
@@ -42,8 +39,8 @@ async def respond(
     resp: ClientResponse,
     *,
     facts: object = None,
-    chat: ChatRequest | None = None,
-    names: Mapping[str, ToolRef] | None = None,
+    chat: streams.ChatRequest | None = None,
+    names: streams.Renames | None = None,
 ) -> web.StreamResponse:
     """``resp`` to the client as ``plan`` says. ``facts``: what the repair of a CHAT or
     NATIVE answer reads of the request (``streams.request_facts``); ``chat``: the request a
@@ -147,7 +144,7 @@ async def _translated(
     state: ProxyState,
     upstream: UpstreamConfig,
     plan: Plan,
-    chat: ChatRequest,
+    chat: streams.ChatRequest,
     resp: ClientResponse,
 ) -> web.StreamResponse:
     options = upstream.normalize
@@ -203,7 +200,7 @@ async def _native(
     plan: Plan,
     facts: object,
     resp: ClientResponse,
-    names: Mapping[str, ToolRef],
+    names: streams.Renames,
 ) -> web.StreamResponse:
     """The upstream's own endpoint: a 200 stream or body repaired in the protocol, anything
     else passed through as it came. ``names``: the tools the request sent under other names
