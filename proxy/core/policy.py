@@ -88,6 +88,17 @@ def plan_request(
     return Plan(Mode.LOCAL, protocol, local=local)
 
 
+def own_key_plans(*, normalize: bool, modes: Mapping[str, ProtocolMode]) -> list[Plan]:
+    """How a request of each protocol that takes its key in a header of its own
+    (``key_header``) would go to an upstream (at ``/v1``): which of those headers a request
+    routed to it may carry (``GET /v1/models``, asked of every upstream)."""
+    return [
+        plan_request("POST", "/v1" + p.path_suffix, normalize=normalize, modes=modes)
+        for p in CLIENT_PROTOCOLS.values()
+        if p.key_header is not None
+    ]
+
+
 def rewrites_response(plan: Plan, status: int, media_type: str, encoded: bool) -> bool:
     """Whether a response is rewritten: a 200 event stream or JSON body, uncompressed."""
     if plan.mode in (Mode.PASSTHROUGH, Mode.LOCAL) or status != 200 or encoded:

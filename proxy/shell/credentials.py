@@ -10,7 +10,8 @@ neither its ``Authorization`` nor its ``x-api-key``.
   Claude Code reaches a chat server that checks keys. The Anthropic-only headers
   (``x-api-key``, ``anthropic-version``, ``anthropic-beta``) are not sent to a chat server.
 * Native Messages, and its ``count_tokens`` (passed through to the upstream's own): the
-  upstream's key as ``x-api-key``, replacing the client's key in either header.
+  upstream's key in the header the protocol names (``ClientProtocol.key_header``:
+  ``x-api-key``), replacing the client's key in either header.
 * ``GET /v1/models``, asked of every upstream: a keyed upstream its key as Bearer; a keyless
   one the client's ``Authorization``, as a request routed to it would carry it, and the
   client's ``x-api-key`` only where a Messages request routed to it would (native mode, or
@@ -53,9 +54,10 @@ def apply_credentials(
         return
     if authorization is None:
         return
-    if _native_messages(plan):
+    own = _own_key_header(plan)
+    if own is not None:
         headers.popall(hdrs.AUTHORIZATION, None)
-        headers[API_KEY] = authorization.removeprefix("Bearer ")
+        headers[own] = authorization.removeprefix("Bearer ")
         return
     headers.popall(API_KEY, None)
     headers[hdrs.AUTHORIZATION] = authorization  # replaces every client value
@@ -63,27 +65,31 @@ def apply_credentials(
 
 def apply_listing_credentials(
     headers: CIMultiDict[str],
-    messages_plan: Plan,
+    key_plans: list[Plan],
     authorization: str | None,
     *,
     auth_enabled: bool,
 ) -> None:
-    """``GET /v1/models`` to one upstream: ``messages_plan`` is how a Messages request routed
-    to it goes (whether it would carry the client's ``x-api-key``)."""
+    """``GET /v1/models`` to one upstream: ``key_plans`` is how a request of each protocol
+    with a key header of its own, routed to it, goes (policy.own_key_plans): whether it
+    would carry the client's key in that header."""
     if auth_enabled:
         headers.popall(hdrs.AUTHORIZATION, None)
         headers.popall(API_KEY, None)
     if authorization is not None:
         headers.popall(API_KEY, None)
         headers[hdrs.AUTHORIZATION] = authorization
-    elif messages_plan.mode is Mode.TRANSLATE:
-        headers.popall(API_KEY, None)
+        return
+    for plan in key_plans:
+        if plan.mode is Mode.TRANSLATE and plan.protocol is not None:
+            headers.popall(plan.protocol.key_header or API_KEY, None)
 
 
-def _native_messages(plan: Plan) -> bool:
-    """A request to an upstream's own Messages API: /v1/messages in native mode, or one of
-    the paths beside it (count_tokens) passed through to that upstream."""
+def _own_key_header(plan: Plan) -> str | None:
+    """The header a request to an upstream's own API of a protocol takes its key in: native
+    mode, or a path beside it (count_tokens) passed through to that upstream; None for
+    ``Authorization``."""
     native = plan.mode is Mode.NATIVE or (
         plan.mode is Mode.PASSTHROUGH and plan.protocol is not None
     )
-    return native and plan.protocol is not None and plan.protocol.name == "messages"
+    return plan.protocol.key_header if native and plan.protocol is not None else None

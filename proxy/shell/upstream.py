@@ -24,7 +24,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from proxy.core.errors import UpstreamError, UpstreamTimeout
-from proxy.core.policy import Plan, plan_request
+from proxy.core.policy import Plan, own_key_plans
 from proxy.core.routing import upstream_url
 from proxy.settings import Settings
 from proxy.shell import keepalive
@@ -128,13 +128,10 @@ def _upstream_headers(
     # the client's key is for the proxy only when auth is on; the upstream's replaces it
     auth = settings.auth.enabled
     if plan is None:  # GET /v1/models, asked of every upstream
-        messages = plan_request(
-            "POST",
-            "/v1/messages",
-            normalize=upstream.normalize is not None,
-            modes=upstream.options.protocol_modes(),
+        plans = own_key_plans(
+            normalize=upstream.normalize is not None, modes=upstream.options.protocol_modes()
         )
-        apply_listing_credentials(headers, messages, upstream.authorization, auth_enabled=auth)
+        apply_listing_credentials(headers, plans, upstream.authorization, auth_enabled=auth)
     else:
         apply_credentials(headers, plan, upstream.authorization, auth_enabled=auth)
     if upstream.options.normalize:

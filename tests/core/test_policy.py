@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from proxy.core.policy import Mode, Plan, plan_request, rewrites_response
+from proxy.core.policy import Mode, Plan, own_key_plans, plan_request, rewrites_response
 from proxy.core.protocols import registry
 from proxy.core.protocols.base import ChatRequest, ClientProtocol
 
@@ -101,3 +101,18 @@ def test_a_translated_request_goes_to_the_chat_protocols_own_path(fake_protocol,
     monkeypatch.setattr(registry, "CHAT", moved)
     plan = plan_request("POST", "/prefix/v1/fake", normalize=True, modes={})
     assert plan.upstream_path == "/prefix/v1/chat/elsewhere"
+
+
+def test_the_protocols_with_a_key_header_of_their_own_say_how_they_would_go():
+    """GET /v1/models asks each upstream as a request of such a protocol would reach it, so
+    that the shell names no protocol (issue 27): Messages takes its key in x-api-key."""
+    messages = registry.CLIENT_PROTOCOLS["messages"]
+    assert messages.key_header == "x-api-key"
+    assert [p.key_header for p in registry.CLIENT_PROTOCOLS.values()] == [None, None, "x-api-key"]
+    assert own_key_plans(normalize=True, modes={}) == [
+        Plan(Mode.TRANSLATE, messages, upstream_path="/v1/chat/completions")
+    ]
+    assert own_key_plans(normalize=True, modes={"messages": "native"}) == [
+        Plan(Mode.NATIVE, messages)
+    ]
+    assert own_key_plans(normalize=False, modes={}) == [Plan(Mode.PASSTHROUGH)]

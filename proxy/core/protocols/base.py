@@ -113,6 +113,9 @@ class ClientProtocol:
     request_facts: Callable[[object], object] = _whole_request
     #: path suffix -> an answer the proxy gives itself in translate mode (count_tokens)
     local: dict[str, Callable[[JSONObject], JSONObject]] = field(default_factory=dict)
+    #: the header the protocol's own API takes a key in ("x-api-key" for Messages); None:
+    #: ``Authorization: Bearer``. Native mode sends the upstream's key there.
+    key_header: str | None = None
     #: native mode: what the repairer will read of the request (its tools), checked before
     #: the request is sent; raises ClientRequestError for a 400
     check_native: Callable[[JSONObject], None] = lambda body: None

@@ -63,5 +63,6 @@ PROTOCOL = ClientProtocol(
     native=native,
     native_completion=native_completion,
     local={"/count_tokens": count_tokens},
+    key_header="x-api-key",
     check_native=check_native,
 )
