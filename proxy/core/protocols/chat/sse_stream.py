@@ -38,15 +38,15 @@ class ChatSSEStream:
         A read need not end where an event does (an unthrottled upstream's reads rarely do):
         the end of an event an earlier read began, and the start of one the next read ends,
         are decoded; the whole events between them may still go out whole."""
-        normalizer = self.normalizer
         decoded, plain, count, rest = self._decoder.whole_events(chunk)
-        out = [b for item in decoded for b in normalizer.feed(item)] if decoded else []
+        if count and not decoded and not rest:  # the usual read: whole events, nothing else
+            fast = self.normalizer.feed_read(plain, count)
+            return self._decode(plain) if fast is None else fast
+        normalizer = self.normalizer
+        out = [b for item in decoded for b in normalizer.feed(item)]
         if count:
             fast = normalizer.feed_read(plain, count)
-            part = self._decode(plain) if fast is None else fast
-            if not out and not rest:
-                return part  # the usual read: whole events, the list made for them
-            out += part
+            out += self._decode(plain) if fast is None else fast
         if rest:
             out += self._decode(rest)
         return out
