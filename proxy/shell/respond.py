@@ -49,9 +49,7 @@ async def respond(
     if plan.mode is Mode.TRANSLATE:
         assert chat is not None
         return await _translated(request, state, upstream, plan, chat, resp)
-    if plan.mode is Mode.NATIVE:
-        return await _native(request, state, upstream, plan, facts, resp, names or {})
-    return await _in_place(request, state, upstream, plan, facts, resp)
+    return await _in_place(request, state, upstream, plan, facts, resp, names)
 
 
 def local_answer(plan: Plan, payload: object) -> web.Response:
@@ -69,49 +67,43 @@ async def _in_place(
     plan: Plan,
     facts: object,
     resp: ClientResponse,
+    names: streams.Renames | None,
 ) -> web.StreamResponse:
-    """A chat completion's or a passthrough request's response; the plan says which is
-    rewritten (proxy.core.policy). ``facts``: what the repair reads of the request."""
+    """An answer in the client's own protocol (CHAT, NATIVE, PASSTHROUGH): a 200 event stream
+    or JSON body of a plan that rewrites (``rewrites_response``) is repaired in place, anything
+    else passes through as it came. ``facts``: what the repair reads of the request."""
     exchange = request[EXCHANGE]
     kind = media_type(resp)
-    encoded = hdrs.CONTENT_ENCODING in resp.headers
-    rewrite = rewrites_response(plan, resp.status, kind, encoded)
+    rewrite = rewrites_response(plan, resp.status, kind, hdrs.CONTENT_ENCODING in resp.headers)
     head = b""
-    if rewrite and kind == "application/json":
+    if rewrite and kind == _JSON:
         body, complete = await read_capped(
             resp, state.settings.limits.max_response_body_bytes, idle=state.settings.timeouts.idle
         )
         if complete:
             return _repaired_whole(request, upstream, plan, facts, resp, body)
         head = body  # too large to hold, or cut off: what came goes out first, then the rest
-    rewriting = None
-    if rewrite and kind == "text/event-stream":
-        assert upstream.normalize is not None  # a chat plan is made only for a normalizing one
+    if rewrite and kind == _SSE:
+        # a plan that rewrites is made only for an upstream that normalizes (settings.py)
+        assert upstream.normalize is not None
         rewriting = streams.rewrite_stream(
-            plan, options=upstream.normalize, request=facts, new_id=new_id_factory()
+            plan, options=upstream.normalize, request=facts, new_id=new_id_factory(), names=names
         )
-    response = web.StreamResponse(status=resp.status, reason=resp.reason)
-    drop = (hdrs.CONTENT_LENGTH,) if rewriting is not None else ()
-    response.headers.extend(end_to_end(resp.headers, drop=drop))
-    if kind == "text/event-stream":
-        response.headers["X-Accel-Buffering"] = "no"
-    await response.prepare(request)
-    exchange.response_started(
-        resp.status, streaming=kind == "text/event-stream", repair_source=rewriting
-    )
-    if head:
-        exchange.meter.received(head)
-        exchange.meter.sending(head)
-        await response.write(head)
-    return await relay(
-        request,
-        state,
-        upstream,
-        resp,
-        response,
-        transform=None if rewriting is None else rewriting.transform,
-        repairs=None if rewriting is None else rewriting.repairs,
-    )
+        if plan.mode is Mode.NATIVE:  # the head of a stream the proxy writes, as translated
+            response = await _start_stream(request, resp)
+        else:
+            response = await _head(request, resp, drop=(hdrs.CONTENT_LENGTH,))
+        exchange.response_started(resp.status, streaming=True, repair_source=rewriting)
+        return await relay(
+            request,
+            state,
+            upstream,
+            resp,
+            response,
+            transform=rewriting.transform,
+            repairs=rewriting.repairs,
+        )
+    return await _passthrough(request, state, upstream, resp, head=head)
 
 
 def _repaired_whole(
@@ -193,50 +185,6 @@ async def _translated(
     )
 
 
-async def _native(
-    request: web.Request,
-    state: ProxyState,
-    upstream: UpstreamConfig,
-    plan: Plan,
-    facts: object,
-    resp: ClientResponse,
-    names: streams.Renames,
-) -> web.StreamResponse:
-    """The upstream's own endpoint: a 200 stream or body repaired in the protocol, anything
-    else passed through as it came. ``names``: the tools the request sent under other names
-    (native_tools.py), named back in the stream."""
-    # native mode is only configured for an upstream that normalizes (settings.py); markup in
-    # the server's own text is recovered with the dialects the upstream enables
-    options = upstream.normalize
-    assert options is not None
-    exchange = request[EXCHANGE]
-    kind = media_type(resp)
-    rewritable = resp.status == 200 and hdrs.CONTENT_ENCODING not in resp.headers
-    if rewritable and kind == _JSON:
-        body, complete = await read_capped(
-            resp, state.settings.limits.max_response_body_bytes, idle=state.settings.timeouts.idle
-        )
-        if complete:
-            return _repaired_whole(request, upstream, plan, facts, resp, body)
-        return await _passthrough(request, state, upstream, resp, head=body)
-    if rewritable and kind == _SSE:
-        rewrite = streams.rewrite_stream(
-            plan, options=options, request=facts, new_id=new_id_factory(), names=names
-        )
-        response = await _start_stream(request, resp)
-        exchange.response_started(200, streaming=True, repair_source=rewrite)
-        return await relay(
-            request,
-            state,
-            upstream,
-            resp,
-            response,
-            transform=rewrite.transform,
-            repairs=rewrite.repairs,
-        )
-    return await _passthrough(request, state, upstream, resp, head=b"")
-
-
 async def _passthrough(
     request: web.Request,
     state: ProxyState,
@@ -245,16 +193,28 @@ async def _passthrough(
     *,
     head: bytes,
 ) -> web.StreamResponse:
+    """The upstream's answer as it came; ``head``: what of its body was read already."""
     exchange = request[EXCHANGE]
-    response = web.StreamResponse(status=resp.status, reason=resp.reason)
-    response.headers.extend(end_to_end(resp.headers))
-    await response.prepare(request)
+    response = await _head(request, resp, drop=())
     exchange.response_started(resp.status, streaming=media_type(resp) == _SSE, repair_source=None)
     if head:
         exchange.meter.received(head)
         exchange.meter.sending(head)
         await response.write(head)
     return await relay(request, state, upstream, resp, response, transform=None, repairs=None)
+
+
+async def _head(
+    request: web.Request, resp: ClientResponse, *, drop: tuple[str, ...]
+) -> web.StreamResponse:
+    """The upstream's status and headers (but ``drop``) as the head of the answer, and no
+    buffering on the way for an event stream."""
+    response = web.StreamResponse(status=resp.status, reason=resp.reason)
+    response.headers.extend(end_to_end(resp.headers, drop=drop))
+    if media_type(resp) == _SSE:
+        response.headers["X-Accel-Buffering"] = "no"
+    await response.prepare(request)
+    return response
 
 
 async def _start_stream(request: web.Request, resp: ClientResponse) -> web.StreamResponse:
