@@ -36,6 +36,14 @@ class UpstreamOptions:
     max_held_bytes: int = DEFAULT_MAX_HELD_BYTES
     #: a whole (non-streamed) body larger than this is not rewritten
     max_response_body_bytes: int = DEFAULT_MAX_RESPONSE_BODY_BYTES
+    #: arguments that are not JSON healed into JSON that fits the tool (proxy/core/arguments);
+    #: a call's arguments are then sent whole at its end
+    heal_arguments: bool = False
+    #: arguments that do not fit coerced where the schema says so plainly ("5" for 5)
+    coerce_arguments: bool = False
+    #: parallel_tool_calls: false (disable_parallel_tool_use) held to: calls past the first
+    #: dropped (parallel-call-dropped)
+    enforce_parallel_tool_calls: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,9 @@ def upstream_options(options: UpstreamSettings, settings: Settings) -> UpstreamO
         max_event_bytes=limits.max_event_bytes,
         max_held_bytes=limits.max_held_bytes,
         max_response_body_bytes=limits.max_response_body_bytes,
+        heal_arguments=options.heal_arguments,
+        coerce_arguments=options.coerce_arguments,
+        enforce_parallel_tool_calls=options.enforce_parallel_tool_calls,
     )
 
 
