@@ -59,7 +59,8 @@ def fitting(schema: Any, depth: int = 0) -> st.SearchStrategy[Any]:
     if types == "array":
         return st.lists(fitting(schema.get("items", {}), depth + 1), max_size=3)
     if types in ("integer", "number") and ("minimum" in schema or "maximum" in schema):
-        low = int(schema.get("minimum", schema.get("exclusiveMinimum", -(2**20))))
-        high = int(schema.get("maximum", 2**20))
+        bounds: dict[str, Any] = {"minimum": -(2**20), "maximum": 2**20, **schema}
+        low = int(bounds.get("exclusiveMinimum", bounds["minimum"]))
+        high = int(bounds["maximum"])
         return st.integers(low + 1, high)
     return _SCALARS.get(types, st.none())
