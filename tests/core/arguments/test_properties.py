@@ -1,0 +1,94 @@
+"""Properties of issue 25: valid arguments in, identical out; truncated arguments in, never
+healed; detection never changes anything. Over the real agents' tools."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import jsonschema_rs
+import orjson
+import pytest
+from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import strategies as st
+
+from proxy.core.arguments.check import Mismatch
+from proxy.core.arguments.schemas import SchemaCache
+from proxy.core.arguments.tools import RequestTools
+from tests.core.arguments.tools import every_tool, fitting
+
+TOOLS = every_tool()
+IDS = [f"{agent}/{tool['function']['name']}" for agent, _, tool in TOOLS]
+FLAGS = {"heal": True, "coerce": True}
+PROPERTY = settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.filter_too_much]
+)
+
+
+def arguments_texts(value: Any) -> st.SearchStrategy[str]:
+    """The value as a server may write it: compact, spaced, indented, keys in their order."""
+    return st.sampled_from(
+        [
+            orjson.dumps(value).decode(),
+            orjson.dumps(value, option=orjson.OPT_INDENT_2).decode(),
+            orjson.dumps(value).decode().replace(",", ", ").replace(":", ": "),
+        ]
+    )
+
+
+@pytest.mark.parametrize(("agent", "tools", "tool"), TOOLS, ids=IDS)
+@PROPERTY
+@given(data=st.data())
+def test_arguments_that_fit_come_out_identical(agent, tools, tool, data):
+    function = tool["function"]
+    value = data.draw(fitting(function["parameters"]))
+    assume(jsonschema_rs.validator_for(function["parameters"]).is_valid(value))
+    text = data.draw(arguments_texts(value))
+    request = RequestTools.from_chat(tools, SchemaCache())
+    assert request.check(function["name"], text) is None
+    assert request.fix(function["name"], text, cut=False, **FLAGS) is None
+    assert request.fix(function["name"], text, cut=True, **FLAGS) is None
+
+
+@pytest.mark.parametrize(("agent", "tools", "tool"), TOOLS, ids=IDS)
+@PROPERTY
+@given(data=st.data())
+def test_truncated_arguments_are_never_healed(agent, tools, tool, data):
+    function = tool["function"]
+    value = data.draw(fitting(function["parameters"]))
+    text = data.draw(arguments_texts(value))
+    # ... also written the broken ways a heal would otherwise fix
+    text = data.draw(st.sampled_from([text, text.replace('"', "'"), text[:-1] + ",}"]))
+    cut_at = data.draw(st.integers(1, len(text) - 1))
+    prefix = text[:cut_at]
+    assume(prefix.strip() != text.strip())
+    request = RequestTools.from_chat(tools, SchemaCache())
+    for cut in (False, True):
+        fix = request.fix(function["name"], prefix, cut=cut, **FLAGS)
+        assert fix is None, (prefix, fix)
+
+
+@example(name="exec_command", text='{"cmd": "ls", "max_output_tokens": "5"}')
+@example(name="exec_command", text="{'cmd': 'ls',}")
+@example(name="Bash", text="{}")
+@settings(max_examples=200, deadline=None)
+@given(
+    name=st.sampled_from([tool["function"]["name"] for _, _, tool in TOOLS] + ["nope"]),
+    text=st.text(max_size=60)
+    | st.builds(
+        lambda v: orjson.dumps(v).decode(),
+        st.dictionaries(
+            st.text(max_size=8),
+            st.integers(-(2**63), 2**63 - 1) | st.text(max_size=8) | st.booleans(),
+            max_size=4,
+        ),
+    ),
+)
+def test_detection_changes_nothing(name, text):
+    every = [tool for _, _, tool in TOOLS]
+    before = copy.deepcopy(every)
+    request = RequestTools.from_chat(every, SchemaCache())
+    found = request.check(name, text)
+    assert found is None or isinstance(found, Mismatch)
+    assert every == before  # the request's tools, schemas and all, as they came
+    assert request.check(name, text) == found  # asked again, the same answer
