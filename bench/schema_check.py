@@ -247,6 +247,51 @@ def cost_table(libs: list[Library], schemas: dict[str, JSON], number: int) -> li
     return rows
 
 
+def proxy_table(schemas: dict[str, JSON], number: int) -> list[str]:
+    """What proxy/core/arguments costs per call, everything in: finding the tool, the
+    schema's cache entry (its bytes as the key, on the request's first call of the tool),
+    parsing the arguments, the bound on the work, the check."""
+    from proxy.core.arguments.schemas import SchemaCache
+    from proxy.core.arguments.tools import RequestTools
+
+    rows = [
+        "| tool | tools of the request | first call in a request us | later calls us"
+        " | mismatch us | fix of a fitting call us |",
+        "| --- | --: | --: | --: | --: | --: |",
+    ]
+    for tool, good, bad in CALLS:
+        name = tool.split("/")[1]
+        tools = [{"type": "function", "function": {"name": name, "parameters": schemas[tool]}}]
+        others = [{"type": "function", "function": {"name": f"t{i}"}} for i in range(11)]
+        request_tools = [*others, *tools]  # the called tool last of twelve, as agents send
+        cache = SchemaCache()
+        text = orjson.dumps(good).decode()
+        wrong = orjson.dumps(next(iter(bad.values()))).decode()
+        RequestTools.from_chat(request_tools, cache).check(name, text)  # compiled once
+
+        def first(
+            name: str = name,
+            text: str = text,
+            cache: SchemaCache = cache,
+            request_tools: list[JSON] = request_tools,
+        ) -> object:
+            return RequestTools.from_chat(request_tools, cache).check(name, text)
+
+        warm = RequestTools.from_chat(request_tools, cache)
+        warm.check(name, text)
+        rows.append(
+            f"| {tool} | {len(request_tools)} | {best_of(first, number):.2f}"
+            f" | {best_of(bound(warm.check, name, text), number):.2f}"
+            f" | {best_of(bound(warm.check, name, wrong), number):.2f}"
+            f" | {best_of(bound(_fix_fitting, warm, name, text), number):.2f} |"
+        )
+    return rows
+
+
+def _fix_fitting(tools: Any, name: str, text: str) -> object:
+    return tools.fix(name, text, cut=False, heal=True, coerce=True)
+
+
 def kinds_table(libs: list[Library], schemas: dict[str, JSON]) -> list[str]:
     rows = ["| tool | mismatch | " + " | ".join(lib.name for lib in libs) + " |"]
     rows.append("| --- | --- |" + " --- |" * len(libs))
@@ -514,6 +559,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{versions(names)}; Python {sys.version.split()[0]}\n")
     for title, rows in (
         ("Cost per schema and per call", cost_table(libs, schemas, number)),
+        ("The proxy's check (jsonschema-rs), per call", proxy_table(schemas, number)),
         ("Memory", memory_row(names)),
         ("Draft 2020-12", drafts_table(libs)),
         ("Error kinds", kinds_table(libs, schemas)),

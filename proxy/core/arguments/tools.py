@@ -46,7 +46,7 @@ class Fix:
 class RequestTools:
     """The tools of one request, by name; asked about a call's arguments at its end."""
 
-    __slots__ = ("_cache", "_entries", "_index", "_read", "_scanned")
+    __slots__ = ("_by_name", "_cache", "_entries", "_index", "_read", "_scanned")
 
     def __init__(
         self, entries: Sequence[object], read: Reader, cache: SchemaCache = SCHEMAS
@@ -56,6 +56,8 @@ class RequestTools:
         self._cache = cache
         self._index: dict[str, object] = {}
         self._scanned = 0
+        # a called tool's compiled schema, so that its next call costs no lookup by bytes
+        self._by_name: dict[str, Compiled | None] = {}
 
     @classmethod
     def from_chat(cls, tools: object, cache: SchemaCache = SCHEMAS) -> RequestTools:
@@ -89,10 +91,9 @@ class RequestTools:
         """None when the arguments fit the tool's schema, or cannot be checked (they are not
         JSON, which ``args-not-json`` counts; the tool has no schema, or one that does not
         compile; the check would cost too much); else what kind of mismatch it is."""
-        parameters = self.parameters(name)
-        if parameters is None:
+        if self.parameters(name) is None:
             return UNKNOWN_TOOL
-        compiled = self._compiled(parameters)
+        compiled = self._compiled(name)
         if compiled is None:
             return None
         value = _parsed(arguments)
@@ -109,8 +110,7 @@ class RequestTools:
         """
         if cut or not (heal or coerce):
             return None
-        parameters = self.parameters(name)
-        compiled = self._compiled(parameters) if parameters is not None else None
+        compiled = self._compiled(name)
         if compiled is None:
             return None
         value = _parsed(arguments)
@@ -137,10 +137,15 @@ class RequestTools:
             return _fix(value, (*repairs, Repair.ARGS_COERCED))
         return None
 
-    def _compiled(self, parameters: object) -> Compiled | None:
-        if parameters is NO_SCHEMA:
-            return None
-        return self._cache.get(parameters)
+    def _compiled(self, name: str) -> Compiled | None:
+        if name in self._by_name:
+            return self._by_name[name]
+        parameters = self.parameters(name)
+        found = None
+        if parameters is not None and parameters is not NO_SCHEMA:
+            found = self._cache.get(parameters)
+        self._by_name[name] = found
+        return found
 
     def _affordable(self, compiled: Compiled, value: object, text: str) -> bool:
         if compiled.affordable(value, len(text)):
