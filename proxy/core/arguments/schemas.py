@@ -30,9 +30,11 @@ import orjson
 
 from proxy.core.arguments.cost import Expansion, instance_size
 
+# A compiled schema takes 18 to 29 times its JSON text (bench/schema_check.py; 27 KB for a
+# 1 KB agent tool), its parsed copy and cost memo a few times more: the bound is on the text.
 MAX_ENTRIES: Final = 512  #: compiled schemas kept (least recently used go first)
-MAX_CACHED_BYTES: Final = 32 << 20  #: ... and their JSON text, in all
-MAX_SCHEMA_BYTES: Final = 1 << 20  #: a larger schema is not compiled (counted: oversized)
+MAX_CACHED_BYTES: Final = 2 << 20  #: ... and their JSON text, in all (some 60 MB compiled)
+MAX_SCHEMA_BYTES: Final = 256 << 10  #: a larger schema is not compiled (counted: oversized)
 MAX_FAILED: Final = 1 << 16  #: digests of uncompilable schemas remembered, for counting once
 #: subschema applications one check may make (about 6 ms at jsonschema-rs's 6 ns each,
 #: bench/schema_check.py's $ref graph); a check bound to need more is skipped (too_costly)
