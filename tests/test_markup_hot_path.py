@@ -43,7 +43,7 @@ def drive(body: bytes, group: int) -> tuple[bytes, list[int]]:
     held: list[int] = []
     for read in eventwise(body, group):
         out += rewriter.feed(read)
-        held.append(normalizer._ctx.held)
+        held.append(normalizer._ctx.held + normalizer._ctx.kept)  # what a chat stream caps
     out += rewriter.close(complete=True)
     return b"".join(out), held
 

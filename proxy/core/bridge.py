@@ -10,8 +10,9 @@ shell drives it as it drives a chat stream.
 The one rule of its own: chat bytes never reach a client of another protocol. The chat path
 fails open by forwarding the upstream's bytes as they came (past the cap, or past an event
 too large to parse); here that ends the stream with the protocol's failure event instead
-(``Failed``), and the rest of the upstream's body is read and dropped, counted in
-``dropped_bytes`` for the log.
+(``Failed``), and so does a response whose encoder keeps more to repeat (text and arguments,
+for the protocol's ``.done`` events and whole response) than ``limits.max_response_body_bytes``.
+After the failure the bridge is ``over``: the shell reads no more of the upstream's body.
 
 ``translate_whole`` is the same path for a client that asked for one object (``stream:
 false``) from an upstream that streamed anyway: the whole body through the bridge, the
@@ -29,7 +30,11 @@ from proxy.core.protocols.chat.neutral import NeutralWriter
 from proxy.core.protocols.chat.normalize import StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 
-GAVE_UP = "the proxy could not rewrite the upstream's stream (it outgrew the proxy's limits)"
+GAVE_UP = (
+    "the proxy could not rewrite the upstream's stream (it outgrew limits.max_held_bytes,"
+    " limits.max_response_body_bytes or limits.max_event_bytes)"
+)
+TOO_LONG = "the response outgrew limits.max_response_body_bytes"
 
 
 class ChatBridge:
@@ -37,14 +42,18 @@ class ChatBridge:
         self.normalizer: StreamNormalizer = chat.normalizer
         self._chat = chat
         self._encoder = encoder
+        self._limit = self.normalizer.options.max_response_body_bytes
         self._events = NeutralWriter()
         self.normalizer.write_events(self._events)
         self._failed = False
-        self.dropped_bytes = 0  #: upstream bytes read after the stream failed
+
+    @property
+    def over(self) -> bool:
+        """The response ended with its failure event: no upstream byte can change it."""
+        return self._failed
 
     def feed(self, chunk: bytes) -> list[bytes]:
         if self._failed:
-            self.dropped_bytes += len(chunk)
             return []
         self._chat.feed(chunk)
         return self._translate()
@@ -64,7 +73,11 @@ class ChatBridge:
             # what the give-up released is chat the client may not get: the failure instead
             self._failed = True
             return self._encode([Failed(GAVE_UP, "proxy_error")])
-        return self._encode(events)
+        out = self._encode(events)
+        if self._encoder.kept > self._limit:
+            self._failed = True
+            out += self._encode([Failed(TOO_LONG, "proxy_error")])
+        return out
 
     def _encode(self, events: list[StreamEvent]) -> list[bytes]:
         encoder = self._encoder
@@ -108,3 +121,7 @@ class _FailureWatch:
 
     def response(self) -> JSONObject:
         return self._encoder.response()
+
+    @property
+    def kept(self) -> int:
+        return self._encoder.kept

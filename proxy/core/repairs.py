@@ -112,6 +112,8 @@ class Repair(StrEnum):
     OUTPUT_INCOMPLETE = "completed-output-incomplete"  # R3, R7: output lacks streamed items
     USAGE_MISSING = "usage-missing"  # R7
     CUT_AS_COMPLETED = "cut-reported-as-completed"  # llama.cpp: a token-limit cut "completed"
+    CREATED_REPEATED = "response-created-repeated"  # a second response.created: dropped
+    EVENT_AFTER_TERMINAL = "event-after-terminal"  # after completed/incomplete/failed: dropped
     NONSTANDARD_EVENT = "nonstandard-event"  # R8: detected only, passed through
     PARALLEL_WRAPPER = "parallel-wrapper"  # R9: detected only, passed through
 

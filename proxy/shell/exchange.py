@@ -71,7 +71,8 @@ class Exchange:
 
     def body_ended(self, end: str) -> None:
         self.end = end
-        if end not in ("complete", "client_stalled"):  # a stalled client is not the upstream's
+        # a stalled client is not the upstream's failure, nor a rewrite that failed
+        if end not in ("complete", "client_stalled", "rewrite_failed"):
             self.upstream_failed(self.upstream, end)
 
     def all_repairs(self) -> Counter[str]:

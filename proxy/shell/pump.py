@@ -12,7 +12,10 @@ How a stream ends decides what the client sees:
 * the upstream dropped, stalled past the idle timeout, or broke the framing: everything
   received so far (and whatever the transform held) is written, then the caller aborts the
   client connection so the client sees a truncated stream, never a clean end;
-* the client read nothing for the client write timeout: the caller aborts its connection.
+* the client read nothing for the client write timeout: the caller aborts its connection;
+* the transform says it is ``over`` (a translated response that failed, its failure event
+  written): no upstream byte can change what the client gets, so the rest of the upstream's
+  body is not read; the response ends there and the upstream connection is closed.
 
 One stream must not freeze the others: a read can carry a lot of rewriting (an upstream that
 always has data buffered fills each read, up to a few hundred KB of small events), and an
@@ -20,6 +23,10 @@ always has data buffered fills each read, up to a few hundred KB of small events
 the loop run anything else. So a read is rewritten in slices (``SLICE_BYTES``, cut where
 events end), and once the rewriting since the pump last stepped aside reaches
 ``TURN_SECONDS``, what is ready is written and the pump yields to the loop.
+
+What a transform gives back at once is written as one piece when it is small, and piece by
+piece when it is large (an event that repeats a long text may share that text's bytes with
+others: joining them would copy it again, ``JOIN_MAX_BYTES``).
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import enum
 from collections.abc import Callable
 from time import perf_counter
 from types import TracebackType
-from typing import Protocol
+from typing import Final, Protocol
 
 from aiohttp import ClientError, ClientPayloadError, ClientResponse, web
 from aiohttp.http_exceptions import HttpProcessingError
@@ -39,6 +46,7 @@ from proxy.shell.meter import StreamMeter
 
 SLICE_BYTES = 16 * 1024  # about 50 rewritten events of old llama.cpp's, 1-2 ms of work
 TURN_SECONDS = 0.002  # rewriting between two chances for the loop to run other tasks
+JOIN_MAX_BYTES = 1 << 20  # larger output is written piece by piece, not copied into one
 
 
 class BodyTransform(Protocol):
@@ -50,12 +58,33 @@ class BodyTransform(Protocol):
 
     def close(self, *, complete: bool) -> list[bytes]: ...
 
+    @property
+    def over(self) -> bool:
+        """The client's response is over (its failure event written): read no more."""
+        ...
+
+
+class _NoTransform:
+    """Stands for no transform where one is asked whether it is over (never: passthrough)."""
+
+    over = False
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        return [chunk]
+
+    def close(self, *, complete: bool) -> list[bytes]:
+        return []
+
+
+_NO_TRANSFORM: Final = _NoTransform()
+
 
 class End(enum.Enum):
     COMPLETE = "complete"  # the upstream body ended as its framing said it would
     DROPPED = "dropped"  # the upstream connection closed or reset mid-body
     IDLE_TIMEOUT = "idle_timeout"  # no upstream bytes for timeouts.idle seconds
     CLIENT_STALLED = "client_stalled"  # a write waited timeouts.client_write for the client
+    REWRITE_FAILED = "rewrite_failed"  # the transform ended the response (``over``)
 
 
 class _Watchdog:
@@ -126,6 +155,7 @@ async def pump(
     end = End.COMPLETE
     watchdog = _Watchdog(idle_timeout, client_write_timeout)
     feed = transform.feed if transform is not None else None
+    rewriting: BodyTransform = transform if transform is not None else _NO_TRANSFORM
     spent = 0.0  # rewriting since the loop last ran other tasks
     try:
         async with watchdog:
@@ -150,22 +180,32 @@ async def pump(
                     continue
                 meter.received(chunk)
                 if len(chunk) > SLICE_BYTES:
-                    spent = await _rewrite_slices(feed, chunk, downstream, meter, spent)
-                    continue
-                # The usual read, one slice, is rewritten here: a coroutine for it would cost
-                # more than the rewriting of a read that needs nothing.
-                started = perf_counter()
-                out = feed(chunk)
-                took = perf_counter() - started
-                if out:
-                    data = out[0] if len(out) == 1 else b"".join(out)
-                    meter.sending(data)
-                    await downstream.write(data)
-                spent += took
-                if spent >= TURN_SECONDS:
-                    await asyncio.sleep(0)
-                    spent = 0.0
-                meter.processing.append(took)
+                    spent = await _rewrite_slices(rewriting, chunk, downstream, meter, spent)
+                else:
+                    # The usual read, one slice, is rewritten here: a coroutine for it would
+                    # cost more than the rewriting of a read that needs nothing.
+                    started = perf_counter()
+                    out = feed(chunk)
+                    took = perf_counter() - started
+                    if out:
+                        if len(out) == 1:
+                            data = out[0]
+                        elif sum(map(len, out)) <= JOIN_MAX_BYTES:
+                            data = b"".join(out)
+                        else:
+                            data = b""
+                            await _write(out, downstream, meter)
+                        if data:
+                            meter.sending(data)
+                            await downstream.write(data)
+                    spent += took
+                    if spent >= TURN_SECONDS:
+                        await asyncio.sleep(0)
+                        spent = 0.0
+                    meter.processing.append(took)
+                if rewriting.over:
+                    end = End.REWRITE_FAILED
+                    break
     except TimeoutError:
         end = End.IDLE_TIMEOUT if watchdog.reading else End.CLIENT_STALLED
     if transform is not None and end is not End.CLIENT_STALLED:
@@ -173,18 +213,16 @@ async def pump(
         out = transform.close(complete=end is End.COMPLETE)
         meter.processing.append(perf_counter() - started)
         if out:
-            data = b"".join(out)
-            meter.sending(data)
             try:
                 async with asyncio.timeout(client_write_timeout):
-                    await downstream.write(data)
+                    await _write(out, downstream, meter)
             except TimeoutError:
                 end = End.CLIENT_STALLED
     return end
 
 
 async def _rewrite_slices(
-    feed: Callable[[bytes], list[bytes]],
+    transform: BodyTransform,
     chunk: bytes,
     downstream: web.StreamResponse,
     meter: StreamMeter,
@@ -198,8 +236,10 @@ async def _rewrite_slices(
     took = 0.0
     out: list[bytes] = []
     for part in slices(chunk, SLICE_BYTES):
+        if transform.over:
+            break
         started = perf_counter()
-        out += feed(part)
+        out += transform.feed(part)
         part_took = perf_counter() - started
         took += part_took
         spent += part_took
@@ -214,7 +254,11 @@ async def _rewrite_slices(
 
 
 async def _write(out: list[bytes], downstream: web.StreamResponse, meter: StreamMeter) -> None:
-    if out:
+    if len(out) > 1 and sum(map(len, out)) > JOIN_MAX_BYTES:
+        for piece in out:
+            meter.sending(piece)
+            await downstream.write(piece)
+    elif out:
         data = out[0] if len(out) == 1 else b"".join(out)
         meter.sending(data)
         await downstream.write(data)

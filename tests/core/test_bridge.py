@@ -41,6 +41,7 @@ class Recorder:
 
     def __init__(self) -> None:
         self.events: list[StreamEvent] = []
+        self.kept = 0
 
     def feed(self, event: StreamEvent) -> list[bytes]:
         self.events.append(event)

@@ -60,6 +60,13 @@ def decoded(case: dict[str, Any], reads: list[bytes], held: int | None = None) -
     """What the chat decoder reads off a chat client's stream; the failure where its
     normalizer gives up (and nothing of that read, which is chat the client may not get)."""
     normalizer = _normalizer(case, held)
+    # issue 26 item 8: a client of another protocol is not failed for the text a call that
+    # went out keeps for the checks (that counts toward max_response_body_bytes), a chat
+    # client's stream is; so the chat stream's cap is asked the bridge's question here
+    ctx = normalizer._ctx
+    normalizer._over_cap = lambda: (  # type: ignore[method-assign]
+        not normalizer.gave_up and ctx.held + normalizer._queued > normalizer.options.max_held_bytes
+    )
     chat = ChatSSEStream(normalizer)
     frames, decoder = SSEDecoder(max_event_bytes=1 << 20), ChatDecoder()
     events: list[StreamEvent] = []

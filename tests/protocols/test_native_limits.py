@@ -1,15 +1,24 @@
-"""The limits of a native stream, through the running proxy: the upstream's configured
-``limits`` reach both native repairers (issue 26 item 2)."""
+"""The limits of a native stream: the upstream's configured ``limits`` reach both native
+repairers, and a stream past them fails open as chat does, what it held going out as the
+upstream sent it and nothing added after (issue 26 items 2 and 7)."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import orjson
 import pytest
 
+from proxy.core.options import UpstreamOptions
+from proxy.core.protocols.base import NativeStream
+from proxy.core.protocols.registry import CLIENT_PROTOCOLS
+from proxy.core.repairs import Repair
 from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, upstream_url
+from tests.protocols import native_shapes as s
+from tests.protocols.test_native_cost import REQUESTS as TOOLS_REQUESTS
+from tests.protocols.test_native_cost import SHAPES as COST_SHAPES
 from tests.streams import serve_writes
 
 REQUESTS: dict[str, dict[str, Any]] = {
@@ -130,3 +139,111 @@ async def test_the_configured_max_event_bytes_reaches_the_native_repairer(
     big = writes.index(next(w for w in writes if len(w) > 100 << 10))
     assert out.startswith(b"event: ")  # repaired: rewriting was on
     assert b"".join(writes[big:]) in out  # from the long event on, raw
+
+
+CAP = 64 << 10
+HELD_SHAPES = {
+    "responses": (s.args_behind_a_message, b"event: response.output_item.added"),
+    "messages": (s.input_behind_a_growing_input, b"event: content_block_start"),
+}
+
+
+def native_stream(protocol: str, **options: Any) -> NativeStream:
+    counter = itertools.count()
+    return CLIENT_PROTOCOLS[protocol].native(
+        new_id=lambda: f"i{next(counter)}",
+        request=TOOLS_REQUESTS[protocol],
+        options=UpstreamOptions(**options),
+    )
+
+
+@pytest.mark.parametrize("protocol", ["responses", "messages"])
+def test_a_native_stream_holds_no_more_than_max_held_bytes_and_fails_open_as_it_came(
+    protocol: str,
+) -> None:
+    # issue 26 item 2: 100 MiB of arguments behind an open item raised RSS by 1.1 GB
+    # (Responses) and 311 MB (Messages) with max_held_bytes at 1 MiB
+    build, opening = HELD_SHAPES[protocol]
+    events = build(1 << 20)
+    stream = native_stream(protocol, max_held_bytes=CAP)
+    fed = received = 0
+    out: list[bytes] = []
+    for event in events:
+        sent = stream.feed(event)
+        fed += len(event)
+        received += sum(map(len, sent))
+        out += sent
+        assert fed - received <= CAP + 8192, "held past the cap"
+    out += stream.close(complete=True)
+    # the second item (the one that waited) opened with the upstream's own bytes, from where
+    # it began, to the last byte: nothing repaired, nothing added, not even an end
+    first_held = next(i for i, e in enumerate(events) if e.startswith(opening) and i > 2)
+    assert b"".join(out).endswith(b"".join(events[first_held:]))
+    assert stream.repairs[Repair.CAP_REACHED] == 1
+
+
+@pytest.mark.parametrize("protocol", ["responses", "messages"])
+def test_a_native_stream_keeping_more_than_max_response_body_bytes_fails_open(
+    protocol: str,
+) -> None:
+    events = (s.long_call if protocol == "responses" else s.long_tool_input)(1 << 15)
+    stream = native_stream(protocol, max_response_body_bytes=CAP)
+    out = b"".join(b for event in events for b in stream.feed(event))
+    out += b"".join(stream.close(complete=True))
+    assert stream.repairs[Repair.CAP_REACHED] == 1
+    # the call's arguments went out as they streamed, and all of them
+    assert out.count(b'"ab"') == 1 << 15
+
+
+@pytest.mark.parametrize("protocol", ["responses", "messages"])
+@pytest.mark.parametrize("how", ["oversize", "cut-inside-an-event"])
+def test_once_a_native_stream_went_raw_the_proxy_adds_nothing(protocol: str, how: str) -> None:
+    # issue 26 item 7: native Messages appended content_block_stop, a message_delta with
+    # end_turn and message_stop after raw bytes, glued onto an open line after a cut; what
+    # was held went out rewritten after them
+    build, opening = HELD_SHAPES[protocol]
+    events = build(4096, piece=4096)  # the waiting item's one long fragment
+    first_held = next(i for i, e in enumerate(events) if e.startswith(opening) and i > 2)
+    big = next(i for i, e in enumerate(events) if len(e) > 4096)
+    if how == "oversize":
+        stream = native_stream(protocol, max_event_bytes=2048)
+        body = events
+    else:
+        stream = native_stream(protocol)
+        body = [*events[:big], events[big][:-10]]  # the stream ends inside the long event
+    out = b"".join(b for event in body for b in stream.feed(event))
+    out += b"".join(stream.close(complete=True))
+    assert out.endswith(b"".join(body[first_held:]))  # held, then raw: as they came
+    assert out.count(b"\n\n") == sum(e.count(b"\n\n") for e in body)  # no event added
+
+
+@pytest.mark.parametrize("protocol", ["responses", "messages"])
+async def test_a_native_stream_past_its_cap_is_logged_once(
+    protocol: str,
+    start_upstream: StartUpstream,
+    start_proxy: StartProxy,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    build, _ = HELD_SHAPES[protocol]
+    writes = build(1 << 20)
+    out = await native_proxy(
+        protocol, writes, start_upstream, start_proxy, limits={"max_held_bytes": CAP}
+    )
+    assert out.endswith(writes[-1])
+    assert caplog.text.count("outgrew limits.max_event_bytes or limits.max_held_bytes") == 1
+
+
+@pytest.mark.parametrize("shape", list(COST_SHAPES))
+@pytest.mark.parametrize("complete", [True, False])
+def test_what_a_native_stream_held_is_all_let_go_at_its_end(shape: str, complete: bool) -> None:
+    # the count behind max_held_bytes follows every event held and let go: a count that
+    # drifted would fail a later stream open for nothing
+    protocol, build, small = COST_SHAPES[shape]
+    stream = native_stream(protocol, dialects=("hermes",), dedupe_calls=True)
+    body = b"".join(build(small))
+    for at in range(0, len(body), 1500):
+        stream.feed(body[at : at + 1500])
+        assert stream.held_bytes >= 0
+    stream.close(complete=complete)
+    assert stream.held_bytes == 0
+    assert Repair.CAP_REACHED not in stream.repairs

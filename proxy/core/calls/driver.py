@@ -78,7 +78,8 @@ class Tally(Protocol):
     fallback_name: str | None  #: the name a nameless call must have, from the request
     repairs: Counter[str]
     dropped: list[str]  #: argument text removed on purpose, reported
-    held: int  #: characters held or kept for checking, across the stream
+    held: int  #: argument characters of calls held (the client has not seen them yet)
+    kept: int  #: argument characters kept of calls the client was shown (for the checks)
 
 
 class CallDriver(ABC, Generic[C, Out, Extra]):
@@ -174,6 +175,9 @@ class CallDriver(ABC, Generic[C, Out, Extra]):
         if state in HELD:
             self._holding(call, out)
         elif previous in HELD:  # no call is held again once it is not (the tables)
+            kept = len(call.args)  # what it held is kept from now on, not held
+            self._tally.held -= kept
+            self._tally.kept += kept
             self._settled(call)
         # tried in turn, the most frequent first: streamed arguments, then what collects
         if action is _SEND_ARGS:
@@ -209,8 +213,7 @@ class CallDriver(ABC, Generic[C, Out, Extra]):
             self._keep(call, text)
             if call.args:
                 self._tally.dropped.append(call.text())
-                self._tally.held -= len(call.args)
-                call.args = ArgText()
+                self._forget(call)
         elif action is _HOLD_OPENING:
             self._keep(call, text)
             self._identify(call)
@@ -236,14 +239,25 @@ class CallDriver(ABC, Generic[C, Out, Extra]):
         if text:
             call.args.append(text)
             call.args_len += len(text)
-            self._tally.held += len(text)
+            # a call that streams is not held (the hot paths' answer, a flag on the call)
+            if call.streams or call.state not in HELD:
+                self._tally.kept += len(text)
+            else:
+                self._tally.held += len(text)
+
+    def _forget(self, call: C) -> None:
+        """The argument text ``call`` kept is let go (the call ended, or was dropped)."""
+        if call.state in HELD:
+            self._tally.held -= len(call.args)
+        else:
+            self._tally.kept -= len(call.args)
+        call.args = ArgText()
 
     def _drop_placeholder(self, call: C) -> None:
         self._record(Repair.ARGS_PLACEHOLDER)
         self._tally.dropped.append(call.text())
-        self._tally.held -= len(call.args)
         call.args_len -= len(call.args)
-        call.args = ArgText()
+        self._forget(call)
 
     def _collect(self, call: C, event: CallInput, text: str, extras: Extra | None) -> None:
         if extras is not None:

@@ -33,15 +33,26 @@ class Encoder(Protocol):
 
     def response(self) -> JSONObject: ...
 
+    #: characters kept to be repeated (in later events, or the whole response object), which
+    #: the bridge bounds by limits.max_response_body_bytes
+    @property
+    def kept(self) -> int: ...
+
 
 class NativeStream(Protocol):
     """A server's own stream of the protocol, repaired in place."""
 
     repairs: Counter[str]
+    held_bytes: int  #: the upstream's bytes it holds back now, which max_held_bytes bounds
 
     def feed(self, chunk: bytes) -> list[bytes]: ...
 
     def close(self, *, complete: bool) -> list[bytes]: ...
+
+    @property
+    def over(self) -> bool:
+        """The client's response is over: the shell reads no more of the upstream's body."""
+        ...
 
 
 class NativeStreamFactory(Protocol):

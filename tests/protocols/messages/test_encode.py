@@ -26,10 +26,12 @@ from tests.protocols.messages.checker import check
 
 
 def encode(
-    events: list[StreamEvent], context: MessagesContext | None = None
+    events: list[StreamEvent], context: MessagesContext | None = None, *, stream: bool = True
 ) -> tuple[bytes, MessagesEncoder]:
     counter = itertools.count(1)
-    encoder = MessagesEncoder(context or MessagesContext("claude-x"), lambda: f"id{next(counter)}")
+    encoder = MessagesEncoder(
+        context or MessagesContext("claude-x"), lambda: f"id{next(counter)}", stream=stream
+    )
     return b"".join(b for event in events for b in encoder.feed(event)), encoder
 
 
@@ -96,7 +98,8 @@ def test_reasoning_becomes_a_thinking_block_before_the_text():
             TextDelta("hi"),
             Finished(FinishReason.STOP),
             Ended(True),
-        ]
+        ],
+        stream=False,  # the whole Message is asked for below (its events are the same)
     )
     result = check(out)
     assert result.blocks == [
@@ -171,3 +174,16 @@ def test_every_event_has_its_event_line():
     events = out.split(b"\n\n")[:-1]
     assert all(event.startswith(b"event: ") for event in events)
     assert len(events) == 6
+
+
+def test_a_streaming_encoder_keeps_no_text_it_never_repeats():
+    # issue 26 item 11: a stream's text went into a whole Message nobody asked for
+    events: list[StreamEvent] = [Started(), *(TextDelta("x" * 100) for _ in range(100))]
+    events.append(CallOpened(0, "a", "f"))
+    events += [ArgumentsDelta(0, '{"x": 1}'), CallClosed(0), Finished(FinishReason.TOOL_CALLS)]
+    streamed, stream = encode([*events, Ended(True)])
+    whole, kept_whole = encode([*events, Ended(True)], stream=False)
+    assert streamed == whole
+    assert stream.kept == len('{"x": 1}')  # the tool input, for the stop reason
+    assert kept_whole.kept == 100 * 100 + len('{"x": 1}')
+    assert check(streamed).message["stop_reason"] == "tool_use"

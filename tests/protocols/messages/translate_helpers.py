@@ -35,8 +35,10 @@ def translate(
         new_id=counting_ids(),
     )
     counter = itertools.count(1)
+    # stream=False keeps the whole Message beside the same events, for the tests that
+    # compare the two (a streaming encoder keeps only what its stop reason needs)
     encoder = MessagesEncoder(
-        context or MessagesContext("claude-test"), lambda: f"m{next(counter):08d}"
+        context or MessagesContext("claude-test"), lambda: f"m{next(counter):08d}", stream=False
     )
     bridge = ChatBridge(ChatSSEStream(normalizer), encoder)
     out = [b for read in reads for b in bridge.feed(read)]

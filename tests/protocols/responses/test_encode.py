@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import tracemalloc
 from collections.abc import Callable
 
 import pytest
@@ -22,6 +23,7 @@ from proxy.core.events import (
     TextDelta,
     Usage,
 )
+from proxy.core.protocols.responses import items
 from proxy.core.protocols.responses.context import ResponsesContext, ToolKind, ToolRef
 from proxy.core.protocols.responses.encode import ResponsesEncoder
 from tests.protocols.responses.checker import check
@@ -236,3 +238,49 @@ def test_the_non_streamed_response_is_the_final_one(finish: FinishReason):
     encoder = ResponsesEncoder(ResponsesContext(model="client-model"), ids(), stream=False)
     assert [b for e in events for b in encoder.feed(e)] == []
     assert encoder.response() == streamed
+
+
+def _long_text_response(deltas: int, text_at: int) -> tuple[list[bytes], int]:
+    """A response of one long text (``deltas`` pieces of 4 characters, each a string of its
+    own as a parsed delta's is) and a call: the bytes from the text's end on, and the most
+    memory the encoder held while the text streamed (orjson's output buffers are as large as
+    its worst case, and their untouched pages cost nothing, so the end is not weighed)."""
+    encoder = ResponsesEncoder(ResponsesContext(model="m"), ids())
+    tracemalloc.start()
+    try:
+        encoder.feed(Started())
+        for i in range(deltas):
+            encoder.feed(TextDelta(f"{i % 10_000:04d}") if i != text_at else TextDelta('"é'))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    ending: list[StreamEvent] = [
+        CallOpened(0, "c", "f"),  # the text's item ends here
+        ArgumentsDelta(0, "{}"),
+        CallClosed(0),
+        Finished(FinishReason.TOOL_CALLS),
+        Ended(complete=True),
+    ]
+    end = [data for event in ending for data in encoder.feed(event)]
+    return end, peak
+
+
+def test_a_long_text_is_kept_once_however_many_events_repeat_it():
+    # issue 26 item 11: 50 MB of text became 262 MB to the client and +520 MB of memory, the
+    # text kept in as many objects as deltas and written again into every event repeating it
+    deltas = 100_000
+    end, peak = _long_text_response(deltas, text_at=5)
+    size = 4 * deltas
+    # output_text.done, content_part.done, output_item.done, response.completed: one text
+    shared = [piece for piece in end if len(piece) >= size]
+    assert len(shared) == 4
+    assert len({id(piece) for piece in shared}) == 1
+    assert peak < 2 * size, f"the encoder held {peak / size:.1f} times the text"
+
+
+def test_a_long_text_shared_by_its_events_is_written_as_the_events_would_be_alone(monkeypatch):
+    end, _ = _long_text_response(20_000, text_at=7)
+    monkeypatch.setattr(items, "SHARE_MIN", 1 << 40)  # nothing shared
+    alone, _ = _long_text_response(20_000, text_at=7)
+    assert b"".join(end) == b"".join(alone)
+    assert len(end) > len(alone)

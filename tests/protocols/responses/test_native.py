@@ -8,6 +8,7 @@ upstream's body is cut. R8 and R9 pass through unchanged and are counted.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 from collections import Counter
@@ -299,3 +300,19 @@ def test_a_cut_stream_gets_no_made_up_end():
     assert b"response.incomplete" not in out
     # every complete event that came is in the output (what was held went out at the end)
     assert out.count(b"\n\n") >= cut.count(b"\n\n")
+
+
+def test_a_second_created_and_events_after_the_terminal_event_are_dropped_counted():
+    # issue 26 item 12: both went out, and a client saw a second response.incomplete
+    base = v.recorded("responses-openai-gpt52-text-only.sse")
+    created, terminal = base[0], base[-1]
+    incomplete = {**terminal, "type": "response.incomplete"}
+    late_text = next(p for p in base if p["type"] == "response.output_text.delta")
+    broken = copy.deepcopy([*base[:2], created, *base[2:], incomplete, late_text])
+    body = v.sse(v.renumber(broken))
+    out, repairs = every_cutting(body, NO_TOOLS)
+    checked = check(out)  # strict: one created first, nothing after the terminal
+    assert checked.events[-1]["type"] == "response.completed"
+    assert summary(checked) == summary(check(v.sse(base)))
+    assert repairs[Repair.CREATED_REPEATED] == 1
+    assert repairs[Repair.EVENT_AFTER_TERMINAL] == 2

@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
-from proxy.core.calls.argtext import ArgText
 from proxy.core.calls.state import CallInput
 from proxy.core.protocols.chat.chunks import INVALID
 from proxy.core.protocols.chat.deltas import KEPT, NO_FIELDS, FieldsDelta, KeptDelta
@@ -80,5 +79,4 @@ class Finishing(HotPaths):
                 if complete and call.args.complete() is INVALID:
                     self._record(Repair.ARGS_NOT_JSON)  # Q18: seen, not repairable
                     self._cut = True
-                self._s.held -= len(call.args)
-                call.args = ArgText()
+                self._forget(call)

@@ -172,8 +172,19 @@ class StreamNormalizer(Output):
         return out if self._writer is None else self._write(out)  # type: ignore[return-value]
 
     def _over_cap(self) -> bool:
-        """What is held outgrew max_held_bytes (while rewriting)."""
-        return not self._raw and self._ctx.held + self._queued > self.options.max_held_bytes
+        """What is held outgrew its limit (while rewriting). For a chat client what a call
+        that went out keeps for the checks counts as held: failing open costs it nothing (the
+        upstream's own chat goes on). A client of another protocol (the bridge, which fails
+        the response instead) may keep it up to the response's own limit."""
+        if self._raw:
+            return False
+        ctx = self._ctx
+        if self._writer is None:
+            return ctx.held + ctx.kept + self._queued > self.options.max_held_bytes
+        return (
+            ctx.held + self._queued > self.options.max_held_bytes
+            or ctx.kept > self.options.max_response_body_bytes
+        )
 
     def _feed(self, item: Event | RawBytes) -> list[Sent]:
         if isinstance(item, RawBytes):

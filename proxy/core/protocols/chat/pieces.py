@@ -54,7 +54,8 @@ class StreamContext:
     dedupe: bool = False  #: drop a call equal to the one before it (dedupe_calls)
     repairs: Counter[str] = field(default_factory=Counter)
     dropped: list[str] = field(default_factory=list)
-    held: int = 0  #: characters held or kept for checking, across the stream
+    held: int = 0  #: characters held (held calls' arguments, text a dialect holds)
+    kept: int = 0  #: argument characters of calls sent, kept for the checks
 
 
 @dataclass(eq=False, slots=True, kw_only=True)

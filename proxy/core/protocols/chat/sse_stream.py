@@ -20,6 +20,8 @@ class ChatSSEStream:
     """The body of one streamed chat completion through the core: ``feed`` each upstream
     read, ``close`` at its end. What the shell's pump drives (``BodyTransform``)."""
 
+    over = False  # a chat client's response ends where the upstream's does
+
     def __init__(self, normalizer: StreamNormalizer) -> None:
         self.normalizer = normalizer
         self._decoder = SSEDecoder(max_event_bytes=normalizer.options.max_event_bytes)

@@ -35,7 +35,7 @@ def to_chat(body: JSONObject) -> ChatRequest:
 
 def encoder(context: object, new_id: Callable[[], str], stream: bool) -> MessagesEncoder:
     assert isinstance(context, MessagesContext)
-    return MessagesEncoder(context, new_id)
+    return MessagesEncoder(context, new_id, stream=stream)
 
 
 def check_native(body: JSONObject) -> None:

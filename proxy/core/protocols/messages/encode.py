@@ -65,10 +65,12 @@ class _Loose:
 
 
 class MessagesEncoder:
-    def __init__(self, context: MessagesContext, new_id: Callable[[], str]) -> None:
+    def __init__(
+        self, context: MessagesContext, new_id: Callable[[], str], *, stream: bool = True
+    ) -> None:
         self._context = context
         self._new_id = new_id
-        self._message = MessageAccumulator()
+        self._message = MessageAccumulator(whole=not stream)
         self._out: list[bytes] = []
         self._started = False
         self._done = False
@@ -111,6 +113,11 @@ class MessagesEncoder:
     def response(self) -> JSONObject:
         """The whole Message as accumulated (for ``stream: false``)."""
         return self._message.message
+
+    @property
+    def kept(self) -> int:
+        """Characters kept: what ``response()`` repeats, for a stream only the tool inputs."""
+        return self._message.kept
 
     # -- blocks
 

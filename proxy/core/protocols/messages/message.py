@@ -3,7 +3,9 @@
 Non-streaming answers are the streaming events folded up, so both forms say the same thing.
 A tool input is parsed once, when its block stops (the fragments are kept in a list so each
 delta costs the same); input that is not a JSON object stays visible as ``{}`` and the
-message's ``stop_reason`` says ``max_tokens`` (the cut the encoder saw).
+message's ``stop_reason`` says ``max_tokens`` (the cut the encoder saw). For a stream
+(``whole=False``) only the tool inputs are kept, for that stop reason: no event repeats the
+text. ``kept`` counts the characters kept.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from proxy.core.protocols.chat.chunks import JSONObject
 
 
 class MessageAccumulator:
-    def __init__(self) -> None:
+    def __init__(self, *, whole: bool = True) -> None:
         self.message: JSONObject = {}
         self._pieces: dict[int, list[str]] = {}
+        self._whole = whole  # the whole Message is asked for, not only the stop reason
         self.unparsed_input = False
+        self.kept = 0
 
     def feed(self, event: JSONObject) -> None:
         kind = event["type"]
@@ -41,13 +45,19 @@ class MessageAccumulator:
         block = self.message["content"][index]
         kind = delta["type"]
         if kind == "input_json_delta":
-            self._pieces[index].append(delta["partial_json"])
+            self._keep(index, delta["partial_json"])
+        elif not self._whole:
+            return
         elif kind == "text_delta":
-            self._pieces[index].append(delta["text"])
+            self._keep(index, delta["text"])
         elif kind == "thinking_delta":
-            self._pieces[index].append(delta["thinking"])
+            self._keep(index, delta["thinking"])
         elif kind == "signature_delta":
             block["signature"] = block.get("signature", "") + delta["signature"]
+
+    def _keep(self, index: int, text: str) -> None:
+        self._pieces[index].append(text)
+        self.kept += len(text)
 
     def _stop(self, index: int) -> None:
         block = self.message["content"][index]

@@ -22,6 +22,13 @@ proxy/core/repairs.py; docs/quirks.md M1-M4 and "llama.cpp's own endpoints"):
   the second is held until its input ends and then dropped (proxy/core/protocols/native_repeats.py);
 * a tool_use block without an id: ``toolu_`` and a fresh one.
 
+Failing open, as chat does: a stream that would hold more than ``max_held_bytes`` (events
+waiting behind a growing tool block, a held call's events and input, text a dialect holds),
+keep more than ``max_response_body_bytes`` of tool input for its checks, or that brings an
+event over ``max_event_bytes`` or ends inside one, gives up rewriting there: what it held goes
+out as the upstream sent it, in the order it came, then every later byte as it comes, and the
+proxy adds nothing more, not even an end (``cap-reached``, but for the cut tail).
+
 This module follows the upstream's message and blocks; every tool call (a tool_use block, or
 a call from markup) goes through the shared call state table (proxy/core/calls/state.py) as
 native_calls.py classifies its events, and goes out as the driver says; native_client.py is
@@ -33,6 +40,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from operator import itemgetter
 
 import orjson
 
@@ -48,10 +56,12 @@ from proxy.core.protocols.messages.request import convert_tools
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event, RawBytes, SSEDecoder
 
-_Item = tuple[Event, JSONObject]
+_Pending = tuple[int, Event, JSONObject]  # an event waiting: its place among the upstream's
 
 
 class NativeMessages(TextMarkup):
+    over = False  # the upstream's body is read to its end, whatever it holds
+
     def __init__(
         self,
         new_id: Callable[[], str],
@@ -61,11 +71,13 @@ class NativeMessages(TextMarkup):
     ) -> None:
         ClientSide.__init__(self, new_id, dedupe=options.dedupe_calls)
         self._new_id = new_id
+        self._options = options
         self._decoder = SSEDecoder(max_event_bytes=options.max_event_bytes)
+        self._raw = False  # gave up rewriting: every byte goes out as it came
         self._request = request if isinstance(request, dict) else {}
         self._dialects = check_names(options.dialects) if extracts(self._request) else ()
         self._tools = convert_tools(self._request.get("tools")) if self._dialects else []
-        self._pending: deque[_Item] = deque()  # events held behind a growing tool block
+        self._pending: deque[_Pending] = deque()  # events held behind a growing tool block
         self._blocks: dict[int, Block] = {}  # the current generation's, by upstream index
         self._active: Block | None = None  # the upstream block being streamed
         self._markup_call = None
@@ -81,6 +93,8 @@ class NativeMessages(TextMarkup):
     def close(self, *, complete: bool) -> list[bytes]:
         for item in self._decoder.close():
             self._item(item)
+        if self._raw:
+            return self._take()
         while self._pending:  # a tool block that never stopped still holds events
             self._finish_active(Repair.BLOCK_STOP_MISSING)
             self._drain()
@@ -99,7 +113,14 @@ class NativeMessages(TextMarkup):
     # -- dispatch
 
     def _item(self, item: Event | RawBytes) -> None:
-        if isinstance(item, RawBytes) or item.data is None or self._ended:
+        if self._raw:
+            self._out.append(item.raw)
+            return
+        if isinstance(item, RawBytes):  # an event over the limit, or the stream cut inside one
+            self._give_up(counted=item.reason == "oversize")
+            self._out.append(item.raw)
+            return
+        if item.data is None or self._ended:
             self._out.append(item.raw)
             return
         try:
@@ -109,21 +130,57 @@ class NativeMessages(TextMarkup):
         if not isinstance(payload, dict):
             self._out.append(item.raw)
             return
+        self._current += 1
         if self._pending and not self._for_active(payload):
-            self._pending.append((item, payload))
+            self._wait(item, payload)
         elif not self._dispatch(item, payload):
             self._note(Repair.BLOCKS_OVERLAP)
-            self._pending.append((item, payload))
+            self._wait(item, payload)
         elif self._pending:
             self._drain()
+        if self._over_limits():
+            self._give_up(counted=True)
+
+    def _wait(self, event: Event, payload: JSONObject) -> None:
+        self._pending.append((self._current, event, payload))
+        self.held_bytes += len(event.raw)
 
     def _drain(self) -> None:
+        """The events that waited, in order, as far as they may go now (the first that must
+        still wait is not counted again)."""
         while self._pending:
-            item = self._pending.popleft()
-            if not self._dispatch(*item):
-                self._note(Repair.BLOCKS_OVERLAP)
-                self._pending.appendleft(item)
+            waiting = self._pending[0]
+            if not self._dispatch(waiting[1], waiting[2]):
                 return
+            self._pending.popleft()
+            self.held_bytes -= len(waiting[1].raw)
+
+    def _over_limits(self) -> bool:
+        """What the stream holds, or keeps for its checks, outgrew its limit."""
+        tally, options = self._tally, self._options
+        held = self.held_bytes + tally.held
+        active = self._active
+        if active is not None and active.markup is not None:
+            held += active.markup.extractor.held
+        return held > options.max_held_bytes or tally.kept > options.max_response_body_bytes
+
+    def _give_up(self, *, counted: bool) -> None:
+        """Rewriting stops (the module's docstring): text a dialect holds goes out as text,
+        the events held as they came, in order; from here on every byte as it comes."""
+        if counted:
+            self._note(Repair.CAP_REACHED)
+        active = self._active
+        if active is not None:
+            self._close_markup(active)
+        held = [(at, event.raw) for at, event, _ in self._pending]
+        self._pending.clear()
+        call = active.call if active is not None else None
+        if call is not None:
+            held += self._let_go(call)
+        held.sort(key=itemgetter(0))
+        self._out += [raw for _, raw in held]
+        self.held_bytes = 0
+        self._raw = True
 
     def _for_active(self, payload: JSONObject) -> bool:
         return (
@@ -228,6 +285,7 @@ class NativeMessages(TextMarkup):
                 ident if isinstance(ident, str) and ident else None,  # else id-missing
                 name=name if isinstance(name, str) else None,
                 start=(event, payload, changed),
+                start_at=self._current,
             )
             self._name_call(current.call)
             return True

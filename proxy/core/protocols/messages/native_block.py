@@ -59,8 +59,11 @@ class ToolCall(CallRecord):
     #: the upstream's ``content_block_start``, written as the call's opening (None: a markup
     #: call, whose block the proxy writes)
     start: Item | None = None
+    start_at: int = -1  #: the start's place among the upstream's events
+    start_held: bool = False  #: the start is held with the call (counted as held)
     #: the upstream's events of the call while it is held (a SUSPECT), in order
     held: list[Item] = field(default_factory=list)
+    held_at: list[int] = field(default_factory=list)  #: their places among the upstream's
 
 
 @dataclass(slots=True)
@@ -85,6 +88,7 @@ class Tally:
     fallback_name: str | None = None  #: Messages names no nameless call: never used
     dropped: list[str] = field(default_factory=list)  #: a dropped repeat's input
     held: int = 0
+    kept: int = 0
 
 
 def input_parses(text: str) -> bool:

@@ -165,19 +165,44 @@ class CallBlocks(ClientSide):
 
     def _add_extras(self, call: ToolCall, extras: Item) -> None:
         call.held.append(extras)
+        call.held_at.append(self._current)
+        self.held_bytes += len(extras[0].raw)
 
     def _holding(self, call: ToolCall, out: None) -> None:
         """Nothing waits behind a held call here: a later block waits for the tool block's
-        input to end (native.py's ``_pending``), and that end settles the call first."""
+        input to end (native.py's ``_pending``), and that end settles the call first. Its
+        start is held with it."""
+        if call.start is not None and not call.start_held:
+            call.start_held = True
+            self.held_bytes += len(call.start[0].raw)
 
     def _settled(self, call: ToolCall) -> None:
+        if call.start is not None and call.start_held:
+            call.start_held = False
+            self.held_bytes -= len(call.start[0].raw)
         if call.state is CallState.DROPPED:
-            call.held = []  # nothing of a dropped call goes out
+            self._held_items(call)  # nothing of a dropped call goes out
+
+    def _held_items(self, call: ToolCall) -> list[Item]:
+        """The events ``call`` held, held no more (the caller sends them, or not)."""
+        held, call.held, call.held_at = call.held, [], []
+        self.held_bytes -= sum(len(item[0].raw) for item in held)
+        return held
+
+    def _let_go(self, call: ToolCall) -> list[tuple[int, bytes]]:
+        """What ``call`` holds of the upstream's, with the places it came in, as it came (the
+        stream gives up rewriting)."""
+        held = list(zip(call.held_at, (item[0].raw for item in call.held), strict=True))
+        if call.start is not None and call.start_held:
+            held.append((call.start_at, call.start[0].raw))
+            call.start_held = False
+            self.held_bytes -= len(call.start[0].raw)
+        self._held_items(call)
+        return held
 
     def _write_held(self, call: ToolCall) -> None:
         assert call.index is not None
-        held, call.held = call.held, []
-        for item in held:
+        for item in self._held_items(call):
             self._write_at(call.index, *item)
 
     def _emit_input(self, call: ToolCall, text: str) -> None:

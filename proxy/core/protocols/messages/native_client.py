@@ -36,6 +36,10 @@ class ClientSide(CallDriver[ToolCall, None, Item]):
         self._wire_index = 0  # ... and its index
         self._bad_input = False
         self._repeats = PreviousCall(dedupe=dedupe)  # the repeat rule (native_calls.py)
+        self._current = -1  # the place of the upstream event being read among the upstream's
+        #: the upstream's bytes held back, as they came: events waiting behind a growing tool
+        #: block (native.py), a held call's start and fragments (native_calls.py)
+        self.held_bytes = 0
 
     # -- blocks
 

@@ -19,12 +19,19 @@ Rules this encoder keeps (docs/quirks.md, "Responses streams"; issue 14's "Respo
 * Ids: ``resp_``/``msg_``/``rs_``/``fc_``/``ctc_`` plus an id from the injected factory;
   ``call_id`` is the upstream's call id. Flattened namespace functions and custom tools get
   the client's names back (context.py).
+* What it keeps to repeat (every item's text and arguments, for the ``.done`` events and the
+  terminal response) is kept once and counted (``kept``, characters): the bridge fails the
+  response past ``limits.max_response_body_bytes``. A long text goes out in the events that
+  repeat it as the one JSON encoding of it, between their other bytes (items.py).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, Final
+
+import orjson
 
 from proxy.core.errors import NormalizerError
 from proxy.core.events import (
@@ -51,6 +58,7 @@ from proxy.core.protocols.responses.items import (
     ReasoningItem,
 )
 from proxy.core.protocols.responses.wire import Sequencer
+from proxy.core.sse import encode_event
 
 JSONObject = dict[str, Any]
 
@@ -74,6 +82,13 @@ class ResponsesEncoder:
         self._stream = stream
         self._seq = Sequencer()
         self._id = "resp_" + new_id()
+        self.kept = 0  #: characters of text and arguments kept to be repeated
+        # a long text stands in the events that repeat it as its item's mark: the response's
+        # id (the shell draws it at random, so no upstream text equals a mark) and its index
+        self._mark = f"\x00{self._id}:"
+        self._marked = re.compile(
+            rb'"' + re.escape(orjson.dumps(self._mark)[1:-1]) + rb"(\d+)\\u0000\""
+        )
         self._model = context.model
         self._created = 0
         self._items: list[Item] = []
@@ -97,7 +112,19 @@ class ResponsesEncoder:
         payloads = self._take(event)
         if not self._stream:
             return []
-        return [self._seq.write(payload) for payload in payloads]
+        return [data for payload in payloads for data in self._write(payload)]
+
+    def _write(self, payload: Payload) -> list[bytes]:
+        """One event's bytes: a long text it repeats is its item's one JSON encoding."""
+        self._seq.number(payload)
+        data = orjson.dumps(payload)
+        if b"\\u0000" not in data or (parts := self._marked.split(data))[1:] == []:
+            return [encode_event(data, event=str(payload["type"]))]
+        out = [b"event: " + str(payload["type"]).encode() + b"\ndata: " + parts[0]]
+        for at in range(1, len(parts), 2):
+            out += (self._items[int(parts[at])].text_json(), parts[at + 1])
+        out[-1] += b"\n\n"
+        return out
 
     def response(self) -> JSONObject:
         """The Response object as accumulated so far (the body for ``stream: false``)."""
@@ -123,6 +150,7 @@ class ResponsesEncoder:
             return None
         sequence = self._seq.next
         self._seq.next += 1
+        self.kept += len(text)
         return item.stream(text, sequence)
 
     def _take(self, event: StreamEvent) -> list[Payload]:
@@ -139,6 +167,7 @@ class ResponsesEncoder:
                 self._open_call(event)
             case ArgumentsDelta(index=index, text=text):
                 self._call(index).add(text)
+                self.kept += len(text)
             case CallClosed(index=index, complete=complete):
                 call = self._call(index)
                 call.closed = True
@@ -176,9 +205,11 @@ class ResponsesEncoder:
             return
         tail = self._items[-1] if self._items else None
         if tail is None or type(tail) is not kind or len(self._items) - 1 < self._live:
-            tail = kind(prefix + self._new_id(), len(self._items))
+            index = len(self._items)
+            tail = kind(prefix + self._new_id(), index, f"{self._mark}{index}\x00")
             self._items.append(tail)
         tail.add(text)
+        self.kept += len(text)
 
     def _open_call(self, event: CallOpened) -> None:
         ref = self._ctx.tool(event.name)
@@ -187,7 +218,9 @@ class ResponsesEncoder:
             cls, prefix = CustomToolCallItem, "ctc_"
         else:
             cls, prefix = FunctionCallItem, "fc_"
-        item = cls(prefix + self._new_id(), len(self._items), event.id, ref.name, ref.namespace)
+        index = len(self._items)
+        mark = f"{self._mark}{index}\x00"
+        item = cls(prefix + self._new_id(), index, event.id, ref.name, ref.namespace, mark)
         self._items.append(item)
         self._calls[event.index] = item
 
@@ -226,14 +259,16 @@ class ResponsesEncoder:
         self._over = True
         if self._failed is not None:
             self._status = "failed"
-            return {"type": "response.failed", "response": self.response()}
-        reason = _INCOMPLETE.get(self._finish) if self._finish is not None else None
-        self._status = "completed" if reason is None else "incomplete"
-        return {"type": f"response.{self._status}", "response": self.response()}
+        else:
+            reason = _INCOMPLETE.get(self._finish) if self._finish is not None else None
+            self._status = "completed" if reason is None else "incomplete"
+        response = self._response(self._status, whole=True, shared=True)
+        return {"type": f"response.{self._status}", "response": response}
 
-    def _response(self, status: str, *, whole: bool) -> JSONObject:
+    def _response(self, status: str, *, whole: bool, shared: bool = False) -> JSONObject:
         """The Response object; only the whole one (the last event's, or the body) echoes the
-        request's ``tools``, which may be megabytes: the opening events carry none."""
+        request's ``tools``, which may be megabytes: the opening events carry none. ``shared``:
+        a long text as its item's mark (``_write``)."""
         reason = _INCOMPLETE.get(self._finish) if self._finish is not None else None
         error = None
         if self._failed is not None:
@@ -248,7 +283,7 @@ class ResponsesEncoder:
             **self._ctx.echo,
             **({} if whole else _NO_TOOLS),
             "model": self._model or "",
-            "output": [item.full() for item in self._items] if whole else [],
+            "output": [item.full(shared=shared) for item in self._items] if whole else [],
             "usage": self._usage_object() if whole and self._status != "in_progress" else None,
         }
 

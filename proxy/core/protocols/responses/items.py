@@ -5,6 +5,12 @@ An item collects its text as it arrives and writes its events when the encoder l
 (``finish``). ``full()`` is the item as ``response.output`` and ``output_item.done`` show it.
 Events are payload dicts without ``sequence_number``; wire.py numbers and frames them.
 
+The text is kept once: its pieces joined run by run as they come (a piece is an object of
+its own, so a long text of short deltas would cost several times its size), and in the
+events that repeat it (the ``.done`` events, ``output_item.done``, ``response.completed``) a
+long text stands as the item's mark (``shared``), for which wire.py puts the one JSON
+encoding of the text (``text_json``) between the event's other bytes.
+
 * message: ``content_part.added`` / ``output_text.delta`` (``logprobs: []``) /
   ``output_text.done`` / ``content_part.done``, one ``output_text`` part at content_index 0;
 * reasoning (chat's ``reasoning_content``): one summary part, ``reasoning_summary_*`` events;
@@ -25,16 +31,23 @@ from proxy.core.protocols.chat.chunks import INVALID, loads
 JSONObject = dict[str, Any]
 Payload = JSONObject
 _MARK = "\x00mark\x00"  # stands for a delta's text in the template; orjson escapes it
+_RUN = 256  # pieces of text joined into one as they come
+SHARE_MIN = 1 << 16  # a text at least this long is shared by the events that repeat it
 
 
 class Item:
     kind: ClassVar[str]
     text_kind: ClassVar[bool] = False  # message and reasoning: open until a later item starts
 
-    def __init__(self, item_id: str, output_index: int) -> None:
+    def __init__(self, item_id: str, output_index: int, mark: str = _MARK) -> None:
         self.id = item_id
         self.output_index = output_index
-        self.parts: list[str] = []  # every piece of text, joined when the whole is asked for
+        # every piece of text: each run of _RUN pieces joined into one as they come (the
+        # first ``_runs``), the whole joined when it is asked for
+        self.parts: list[str] = []
+        self._runs = 0
+        self._mark = mark  # stands for the text in the events that repeat it (``shared``)
+        self._json: bytes | None = None
         self._unsent: list[str] = []  # the pieces not yet out as deltas
         self._added = False
         self._template: tuple[bytes, bytes] | None = None
@@ -46,12 +59,32 @@ class Item:
     def text(self) -> str:
         if len(self.parts) > 1:
             self.parts[:] = ["".join(self.parts)]
+            self._runs = 1
         return self.parts[0] if self.parts else ""
 
+    def shared(self) -> str:
+        """The text as the events that repeat it carry it: a long one as the item's mark, its
+        JSON encoding (``text_json``) written once for all of them."""
+        text = self.text
+        return self._mark if len(text) >= SHARE_MIN else text
+
+    def text_json(self) -> bytes:
+        """The text as a JSON string, encoded once."""
+        if self._json is None:
+            self._json = orjson.dumps(self.text)
+        return self._json
+
     def add(self, text: str) -> None:
-        self.parts.append(text)
+        self._keep(text)
         if self.streams_deltas:
             self._unsent.append(text)
+
+    def _keep(self, text: str) -> None:
+        parts = self.parts
+        parts.append(text)
+        if len(parts) - self._runs >= _RUN:
+            parts[self._runs :] = ["".join(parts[self._runs :])]
+            self._runs += 1
 
     def flush(self) -> list[Payload]:
         """``output_item.added`` (the first time) and a delta of the text that arrived since."""
@@ -69,7 +102,11 @@ class Item:
         """The delta event of ``text`` for an item whose added went out and holds nothing
         back (the hot path): the bytes ``flush`` and wire.py would write, from a template
         made once per item instead of a dict and a dump per token."""
-        self.parts.append(text)
+        parts = self.parts
+        parts.append(text)
+        if len(parts) - self._runs >= _RUN:
+            parts[self._runs :] = ["".join(parts[self._runs :])]
+            self._runs += 1
         template = self._template
         if template is None:
             payload = self.delta(_MARK)
@@ -87,7 +124,8 @@ class Item:
 
     def finish(self, status: str) -> list[Payload]:
         self.status = status
-        return [*self.closing(), self._event("response.output_item.done", item=self.full())]
+        done = self._event("response.output_item.done", item=self.full(shared=True))
+        return [*self.closing(), done]
 
     streams_deltas: ClassVar[bool] = True
 
@@ -110,7 +148,8 @@ class Item:
     def closing(self) -> list[Payload]:
         raise NotImplementedError
 
-    def full(self) -> JSONObject:
+    def full(self, *, shared: bool = False) -> JSONObject:
+        """The item whole; ``shared``: its text as ``shared()`` gives it."""
         raise NotImplementedError
 
 
@@ -138,18 +177,18 @@ class MessageItem(Item):
         )
 
     def closing(self) -> list[Payload]:
-        text = self.text
+        text = self.shared()
         return [
             self._item_event("response.output_text.done", content_index=0, text=text, logprobs=[]),
             self._item_event("response.content_part.done", content_index=0, part=self._part(text)),
         ]
 
-    def full(self) -> JSONObject:
+    def full(self, *, shared: bool = False) -> JSONObject:
         return {
             "id": self.id,
             "type": "message",
             "status": self.status,
-            "content": [self._part(self.text)],
+            "content": [self._part(self.shared() if shared else self.text)],
             "role": "assistant",
         }
 
@@ -178,7 +217,7 @@ class ReasoningItem(Item):
         )
 
     def closing(self) -> list[Payload]:
-        text = self.text
+        text = self.shared()
         return [
             self._item_event("response.reasoning_summary_text.done", summary_index=0, text=text),
             self._item_event(
@@ -186,8 +225,9 @@ class ReasoningItem(Item):
             ),
         ]
 
-    def full(self) -> JSONObject:
-        return {"id": self.id, "type": "reasoning", "summary": [self._part(self.text)]}
+    def full(self, *, shared: bool = False) -> JSONObject:
+        text = self.shared() if shared else self.text
+        return {"id": self.id, "type": "reasoning", "summary": [self._part(text)]}
 
     @staticmethod
     def _part(text: str) -> JSONObject:
@@ -198,9 +238,15 @@ class FunctionCallItem(Item):
     kind = "function_call"
 
     def __init__(
-        self, item_id: str, output_index: int, call_id: str, name: str, namespace: str | None
+        self,
+        item_id: str,
+        output_index: int,
+        call_id: str,
+        name: str,
+        namespace: str | None,
+        mark: str = _MARK,
     ) -> None:
-        super().__init__(item_id, output_index)
+        super().__init__(item_id, output_index, mark)
         self.call_id = call_id
         self.name = name
         self.namespace = namespace
@@ -212,10 +258,11 @@ class FunctionCallItem(Item):
         return self._item_event("response.function_call_arguments.delta", delta=text)
 
     def closing(self) -> list[Payload]:
-        return [self._item_event("response.function_call_arguments.done", arguments=self.text)]
+        arguments = self.shared()
+        return [self._item_event("response.function_call_arguments.done", arguments=arguments)]
 
-    def full(self) -> JSONObject:
-        return self._fields(self.status, self.text)
+    def full(self, *, shared: bool = False) -> JSONObject:
+        return self._fields(self.status, self.shared() if shared else self.text)
 
     def _fields(self, status: str, arguments: str) -> JSONObject:
         item = {
@@ -250,7 +297,7 @@ class CustomToolCallItem(FunctionCallItem):
         )
         return [*delta, self._item_event("response.custom_tool_call_input.done", input=value)]
 
-    def full(self) -> JSONObject:
+    def full(self, *, shared: bool = False) -> JSONObject:
         return self._custom(self.status, self.input)
 
     @property

@@ -9,9 +9,13 @@ Rules this module keeps:
 * Items never interleave and ``output_index`` is each item's position: an item that begins
   while another is open waits, with its events, until that one is done (llama.cpp ends its
   message only after the calls that followed it; a nameless call's events may alternate with
-  reasoning). An item never ended is ended at the terminal event.
-* Repairs (docs/quirks.md R1-R10, "llama.cpp's own endpoints"), each counted once a stream under
-  its kind in proxy/core/repairs.py: missing ``sequence_number``/``event:`` lines/
+  reasoning). An item never ended is ended at the terminal event, and a call whose
+  arguments ended (their ``.done`` came, or they are whole JSON) as soon as the next item
+  begins, so that the calls of a server that never ends them (quirk 3) need not wait. Each
+  waiting item keeps its own events, and only the one that may go next is read again: a
+  stream's cost grows with its length, whatever it holds.
+* Repairs (docs/quirks.md R1-R10, "llama.cpp's own endpoints"), each counted every time it is
+  made under its kind in proxy/core/repairs.py: missing ``sequence_number``/``event:`` lines/
   ``output_index``/``logprobs``/``annotations``/``content_index``; empty or rotating item
   and response ids; empty ``call_id`` (made) and ``name`` (the item waits for the name in its
   ``output_item.done``, else the request's only tool); arguments only in ``.done`` (a delta
@@ -22,9 +26,17 @@ Rules this module keeps:
   same call twice in a row, counted, and under ``dedupe_calls`` held until its arguments end
   and dropped. Every function call goes through the shared call state table
   (native_driver.py, proxy/core/calls).
-  Non-standard event names and the ``parallel`` wrapper pass through, counted.
+  Non-standard event names and the ``parallel`` wrapper pass through, counted. A second
+  ``response.created``, and every event after the terminal one, are dropped, counted: the
+  client sees one response, over at its terminal event.
 * ``close(complete=False)``: what is held goes out as it is and nothing is made up, so the
   client sees the cut.
+* Failing open, as chat does: a stream that would hold more than ``max_held_bytes`` (events
+  waiting behind an item or a held call, a held call's text, text a dialect holds), keep
+  more than ``max_response_body_bytes`` to repeat (arguments, text), or that brings an event
+  over ``max_event_bytes`` or ends inside one, gives up rewriting there: what it held goes
+  out as the upstream sent it, in the order it came, then every later byte as it comes, and
+  the proxy adds nothing, not even an end (``cap-reached``, but for the cut tail).
 """
 
 from __future__ import annotations
@@ -84,6 +96,8 @@ _HOSTED_PREFIXES: Final = (
 class NativeStream(ItemFlow):
     """One upstream Responses stream: ``feed(bytes) -> list[bytes]``, ``close(complete=...)``."""
 
+    over = False  # the upstream's body is read to its end, whatever it holds
+
     def __init__(
         self,
         new_id: Callable[[], str],
@@ -92,8 +106,11 @@ class NativeStream(ItemFlow):
         options: UpstreamOptions,
     ) -> None:
         self._new_id = new_id
+        self._options = options
         self._decoder = SSEDecoder(max_event_bytes=options.max_event_bytes)
+        self._raw = False  # gave up rewriting: every byte goes out as it came
         self._seq = 0
+        self._arrived = 0  # upstream events so far
         self._out: list[bytes] = []
         dialects = options.dialects if request.extracts else ()
         ItemFlow.__init__(self, request, dialects, dedupe=options.dedupe_calls)
@@ -113,16 +130,16 @@ class NativeStream(ItemFlow):
     def close(self, *, complete: bool) -> list[bytes]:
         for item in self._decoder.close():
             self._take(item)
+        if self._raw:
+            return self._flush()
         held = self._blocking
         if held is not None and (complete or held.state is SUSPECT):
             self.call_ended(held, None)  # a suspect cut short goes out as it came
         elif held is not None:
             self.call_cut(held)
-        for up in list(self._by_id.values()):
-            if up.extractor is not None:
-                native_text.end_extraction(self, up)
-        waited, self._held = self._held, []
-        for ev in waited:
+        if self._extracting is not None:
+            native_text.end_extraction(self, self._extracting)
+        for ev in self.waited():
             self.emit(ev)
         return self._flush()
 
@@ -131,20 +148,54 @@ class NativeStream(ItemFlow):
         return out
 
     def _take(self, item: Event | RawBytes) -> None:
-        if isinstance(item, RawBytes) or item.data is None:
+        if self._raw:
+            self._out.append(item.raw)
+            return
+        if isinstance(item, RawBytes):  # an event over the limit, or the stream cut inside one
+            self._give_up(counted=item.reason == "oversize")
+            self._out.append(item.raw)
+            return
+        if item.data is None:
             self._out.append(item.raw)
             return
         payload = loads(item.data)
         if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
             self._out.append(item.raw)  # not a Responses event: passed on as it came
             return
-        ev = Ev(payload, item.raw)
+        ev = Ev(payload, item.raw, self._arrived)
+        self._arrived += 1
         if payload.get("sequence_number") is None:
             self.repair(Repair.SEQUENCE_NUMBER_MISSING)  # the upstream's, not the events we add
         if item.event != payload["type"]:
             self.repair(Repair.EVENT_LINE_MISSING)
             ev.raw = None
         self.dispatch(ev)
+        if self._over_limits():
+            self._give_up(counted=True)
+
+    def _over_limits(self) -> bool:
+        """What the stream holds, or keeps to repeat, outgrew its limit (before its end)."""
+        if self._over:
+            return False
+        tally, options = self._tally, self._options
+        held = self.held_bytes + tally.held
+        text = self._extracting
+        if text is not None and text.extractor is not None:
+            held += text.extractor.extractor.held
+        return (
+            held > options.max_held_bytes
+            or tally.kept + self.kept_text > options.max_response_body_bytes
+        )
+
+    def _give_up(self, *, counted: bool) -> None:
+        """Rewriting stops (the module's docstring): text a dialect holds goes out as text,
+        the events held as they came, in order; from here on every byte as it comes."""
+        if counted:
+            self.repair(Repair.CAP_REACHED)
+        if self._extracting is not None:
+            native_text.end_extraction(self, self._extracting)
+        self._out += [ev.came for ev in self.held_events() if ev.came is not None]
+        self._raw = True
 
     def emit(self, ev: Ev) -> None:
         """Send one event, numbered in place."""
@@ -156,9 +207,8 @@ class NativeStream(ItemFlow):
         self.emit(Ev(payload, None))
 
     def repair(self, kind: str) -> None:
-        """Count a repair once a stream (per-event field fixes would otherwise count thousands)."""
-        if kind not in self.repairs:
-            self.repairs[kind] = 1
+        """Count a repair, each time it is made (the rule of every stream: docs/repairs.md)."""
+        self.repairs[kind] += 1
 
     def new_id(self) -> str:
         return self._new_id()
@@ -166,14 +216,16 @@ class NativeStream(ItemFlow):
     # -- routing events ----------------------------------------------------------------------
 
     def dispatch(self, ev: Ev) -> None:
+        if self._over:  # the terminal event went out: the response is over for the client
+            self.repair(Repair.EVENT_AFTER_TERMINAL)
+            return
         kind = ev.type
         if not self._started and kind != "response.created":
             self.repair(Repair.CREATED_MISSING)
             self._start(Ev({"type": "response.created", "response": {}}, None))
         if kind == "response.created":
-            if self._started:
-                self._response_event(ev)
-                self.emit(ev)
+            if self._started:  # one response a stream: clients start over on a second
+                self.repair(Repair.CREATED_REPEATED)
             else:
                 self._start(ev)
             return
@@ -239,14 +291,14 @@ class NativeStream(ItemFlow):
     def _terminal(self, ev: Ev) -> None:
         if self._blocking is not None:
             self.call_ended(self._blocking, None)
-        for up in list(self._by_id.values()):
-            if up.extractor is not None:
-                native_text.end_extraction(self, up)
-        while self._open_item is not None or self._held or self._blocking is not None:
+        if self._extracting is not None:
+            native_text.end_extraction(self, self._extracting)
+        # one item ended (or a held call's end) and one item's events read a turn: the items
+        # left open are ended in order, each event read once
+        while self._open_item is not None or self._waiting or self._blocking is not None:
             if self._blocking is not None:
                 self.call_ended(self._blocking, None)
             elif self._open_item is not None:
-                self.repair(Repair.ITEM_DONE_MISSING)
                 self.close_early(self._open_item)
             self.release()
         response = ev.get("response")

@@ -73,6 +73,7 @@ class _Tally:
     repairs: Counter[str]
     dropped: list[str] = field(default_factory=list)
     held: int = 0
+    kept: int = 0
 
 
 class NativeCalls(CallDriver[NativeCall, None, Ev]):
@@ -85,6 +86,19 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
         self._blocking: NativeCall | None = None  # the upstream call held: the rest waits
         self._markup: NativeCall | None = None  # the call being taken out of a message's text
         self.dropped: set[str] = set()  # the item and call ids of repeats dropped
+        #: the upstream's bytes held back, as they came: events waiting behind an item or a
+        #: held call, a held call's own, a message's opening deferred until its text shows
+        self.held_bytes = 0
+
+    def hold(self, queue: list[Ev], ev: Ev) -> None:
+        """``ev`` is held in ``queue`` (counted toward max_held_bytes)."""
+        queue.append(ev)
+        self.held_bytes += ev.size
+
+    def let_go(self, queue: list[Ev]) -> list[Ev]:
+        """The events of ``queue`` are held no more (the caller empties it)."""
+        self.held_bytes -= sum(ev.size for ev in queue)
+        return queue
 
     # what the item and stream halves provide
     @abstractmethod
@@ -146,7 +160,7 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
         elif call.state is OPEN:
             self.emit(ev)
         elif call.state is not DROPPED:
-            call.queue.append(ev)
+            self.hold(call.queue, ev)
 
     def args_in_done(self, call: NativeCall, arguments: object) -> None:
         """Arguments a server sent only in a ``.done`` event: a delta of them first."""
@@ -184,8 +198,8 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
         """The stream was cut while ``call`` waited for its name: what it held goes out as it
         came, nothing made up (its state stays: no input came)."""
         assert call.added is not None
-        self._blocking = None
-        queue, call.queue = call.queue, []
+        self._unblock(call)
+        queue, call.queue = self.let_go(call.queue), []
         for ev in (call.added, *queue):
             self.emit(ev)
 
@@ -254,7 +268,7 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
             event = CallInput.DUPLICATE  # dropped (dedupe_calls)
         if ev is not None and call.state is not OPEN:
             if call.state is not DROPPED:
-                call.queue.append(ev)
+                self.hold(call.queue, ev)
             ev = None
         # ``complete=False``: an END never makes up "{}" for a call without arguments; such a
         # call is ``incomplete``, as the item's own status says (native_calls.call_done)
@@ -263,7 +277,7 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
             self.release()  # what waited behind the repeat goes on
 
     def _record(self, repair: Repair) -> None:
-        self.repair(repair)  # once a stream, as every native repair
+        self.repair(repair)
 
     def _identify(self, call: NativeCall) -> None:
         """The item's id and the call_id, made where missing (in that order, as the ids are
@@ -277,9 +291,7 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
                 self.repair(Repair.ITEM_ID_MISSING)
                 item["id"] = "fc_" + self.new_id()
                 added.changed()
-        if call.upstream_id is None:
-            if added is not None:
-                self.repair(Repair.CALL_ID_MISSING)
+        if call.upstream_id is None:  # counted where the added came without one (call_added)
             call.upstream_id = "call_" + self.new_id()
         CallDriver._identify(self, call)
 
@@ -304,7 +316,7 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
                 ev.changed()
         call.out = self.show(call.up, ev)
         call.out.call = call
-        queue, call.queue = call.queue, []
+        queue, call.queue = self.let_go(call.queue), []
         for held in queue:  # the held argument text is in these, as it came
             self.fix_item_fields(held, call.out, count=held.raw is not None)
             if held.type == "response.function_call_arguments.done":
@@ -342,12 +354,22 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
         raise NormalizerError("a held Responses call keeps its events on the call (call_input)")
 
     def _holding(self, call: NativeCall, out: None) -> None:
-        if call.up is not None:
+        if call.up is not None and self._blocking is not call:
             self._blocking = call
+            if call.added is not None:  # its opening is held with it
+                self.held_bytes += call.added.size
 
-    def _settled(self, call: NativeCall) -> None:
+    def _unblock(self, call: NativeCall) -> None:
         if self._blocking is call:
             self._blocking = None
-        if call.state is DROPPED and call.added is not None:
-            item = call.added.payload["item"]
-            self.dropped.update(str(item[key]) for key in ("id", "call_id") if item.get(key))
+            if call.added is not None:
+                self.held_bytes -= call.added.size
+
+    def _settled(self, call: NativeCall) -> None:
+        self._unblock(call)
+        if call.state is DROPPED:
+            self.let_go(call.queue)
+            call.queue = []  # nothing of a dropped call goes out
+            if call.added is not None:
+                item = call.added.payload["item"]
+                self.dropped.update(str(item[key]) for key in ("id", "call_id") if item.get(key))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Final
 
+from proxy.core.calls.jsontext import INVALID
 from proxy.core.calls.state import DROPPED, OPEN
 from proxy.core.markup import build_extractor
 from proxy.core.markup.fail_open import fail_open
@@ -39,7 +40,10 @@ class ItemFlow(NativeCalls):
         self._by_index: dict[int, Up] = {}
         self._last: Up | None = None  # the item the upstream added most recently
         self._open_item: Out | None = None  # the item shown and not yet done
-        self._held: list[Ev] = []  # events of items that must wait for the open one
+        # the items that must wait for the open one, in the order they began, each with its
+        # events: one that may go next goes alone, its events read once (``release``)
+        self._waiting: dict[Up, list[Ev]] = {}
+        self.kept_text = 0  # characters of message text kept (to end a part the proxy ends)
         self._extracting: Up | None = None  # the message whose text goes through markup
         self.cut = False  # a call ended with unparsable arguments
 
@@ -91,21 +95,35 @@ class ItemFlow(NativeCalls):
         if up.type == "message" and self.dialects:
             up.extractor = fail_open(build_extractor(self.dialects, self._request.chat_tools))
             self._extracting = up
-            up.deferred.append(ev)
+            self.hold(up.deferred, ev)
             return
         self.show(up, ev)
 
     def _must_wait(self, ev: Ev) -> bool:
         """Items never interleave: an item that begins while another is open waits, with its
-        events, until that one is done (its text ends here). True when ``ev`` was held."""
+        events, until that one is done (its text ends here). A call whose arguments ended
+        (their ``.done`` came, or they are one whole JSON value) cannot go on, so it is
+        ended here instead when its own end never came (the SGLang router's calls, quirk 3).
+        True when ``ev`` was held."""
         text = self._extracting
         if text is not None and text is not ev.up and text.extractor is not None:
             native_text.end_extraction(self, text)
+        open_item = self._open_item
+        if open_item is not None and self._blocking is None and _call_ended(open_item):
+            self.close_early(open_item)
         if self._blocking is None and self._open_item is None:
             return False
         self.repair(Repair.ITEMS_INTERLEAVED)
-        self._held.append(ev)
+        assert ev.up is not None
+        self.wait(ev.up, ev)
         return True
+
+    def wait(self, up: Up, ev: Ev) -> None:
+        """``ev`` waits with the item it belongs to (``release``)."""
+        queue = self._waiting.get(up)
+        if queue is None:
+            queue = self._waiting[up] = []
+        self.hold(queue, ev)
 
     def show(self, up: Up, ev: Ev) -> Out:
         """The upstream's output_item.added, as the next item of the output."""
@@ -116,6 +134,7 @@ class ItemFlow(NativeCalls):
             item["id"] = _ID_PREFIX.get(up.type, "item_") + self.new_id()
             ev.changed()
         out.id = item["id"]
+        out.up = up
         if ev.get("output_index") is None:
             self.repair(Repair.OUTPUT_INDEX_MISSING)
         ev.set("output_index", out.index)
@@ -140,7 +159,7 @@ class ItemFlow(NativeCalls):
             self.call_event(call, ev, ev.type)  # held behind its opening, or dropped
             return
         if self._blocking is not None:
-            self._held.append(ev)
+            self.wait(up, ev)
             return
         if up.extractor is not None or up.rewritten:
             native_text.text_event(self, up, ev)
@@ -154,7 +173,7 @@ class ItemFlow(NativeCalls):
             self.emit(ev)  # after the item's end: nothing left to fix it against
             return
         if out is None or (self._open_item is not out and self._open_item is not None):
-            self._held.append(ev)  # its item waits (not shown yet), or another is open
+            self.wait(up, ev)  # its item waits (not shown yet), or another is open
             return
         self.fix_item_fields(ev, out)
         kind = ev.type
@@ -212,7 +231,7 @@ class ItemFlow(NativeCalls):
             return
         call = up.call
         if self._blocking is not None and call is not self._blocking:
-            self._held.append(ev)
+            self.wait(up, ev)
             return
         if call is not None and call.state is not OPEN:
             self.call_ended(call, ev.get("item"))
@@ -229,7 +248,7 @@ class ItemFlow(NativeCalls):
             up.done = True
             return
         if out is None or (self._open_item is not out and self._open_item is not None):
-            self._held.append(ev)
+            self.wait(up, ev)
             return
         up.done = True
         item = ev.payload["item"]
@@ -257,20 +276,44 @@ class ItemFlow(NativeCalls):
             self._open_item = None
 
     def release(self) -> None:
-        """The open item is done: the events that waited for it go on, in order (those that
-        must still wait are held again, behind the ones before them)."""
-        while self._held and self._open_item is None and self._blocking is None:
-            held, self._held = self._held, []
-            for ev in held:
+        """The open item is done: the item that waited longest goes on with its events, in
+        order, then the next, as long as none is open (the others' events are not read)."""
+        waiting = self._waiting
+        while waiting and self._open_item is None and self._blocking is None:
+            up = next(iter(waiting))
+            for ev in self.let_go(waiting.pop(up)):
                 self.dispatch(ev)
+
+    def waited(self) -> list[Ev]:
+        """Every event waiting, in the order they came (the queues emptied)."""
+        events = self.let_go([ev for queue in self._waiting.values() for ev in queue])
+        self._waiting = {}
+        events.sort(key=arrival)
+        return events
+
+    def held_events(self) -> list[Ev]:
+        """Every upstream event held anywhere, in the order they came, the holding let go of
+        (the stream gives up rewriting: they go out as they came)."""
+        events = self.waited()
+        call = self._blocking
+        if call is not None:
+            self._unblock(call)
+            events += [] if call.added is None else [call.added]
+            events += self.let_go(call.queue)
+            call.queue = []
+        for up in {id(up): up for up in (*self._by_id.values(), *self._by_index.values())}.values():
+            if up.deferred:
+                events += self.let_go(up.deferred)
+                up.deferred = []
+        events.sort(key=arrival)
+        return events
 
     def close_early(self, out: Out) -> None:
         """End an item the upstream never ended (R3: no output_item.done for calls), at
         the end of the stream; closing events of its that still come are dropped."""
         self.repair(Repair.ITEM_DONE_MISSING)
-        for up in self._by_id.values():
-            if up.target is out:
-                up.closed_early = True
+        if out.up is not None and out.up.target is out:
+            out.up.closed_early = True
         if out.type == "message":
             if out.part_open:
                 native_text.close_part(self, out)
@@ -287,3 +330,19 @@ class ItemFlow(NativeCalls):
             item = {"id": out.id, "type": out.type}
         self.finish(out, item)
         self.insert({"type": "response.output_item.done", "output_index": out.index, "item": item})
+
+
+def _call_ended(out: Out) -> bool:
+    """Whether ``out`` is an upstream call shown whose arguments ended: their ``.done`` went
+    out, or they are one whole JSON value (which no more text can extend)."""
+    call = out.call
+    return (
+        call is not None
+        and call.up is not None
+        and call.state is OPEN
+        and (out.args_done or call.args.complete() is not INVALID)
+    )
+
+
+def arrival(ev: Ev) -> int:
+    return ev.n

@@ -22,12 +22,19 @@ JSONObject = dict[str, Any]
 
 
 class Ev:
-    __slots__ = ("payload", "raw", "up")
+    __slots__ = ("came", "n", "payload", "raw", "up")
 
-    def __init__(self, payload: JSONObject, raw: bytes | None) -> None:
+    def __init__(self, payload: JSONObject, raw: bytes | None, n: int = -1) -> None:
         self.payload = payload
         self.raw = raw  # None once the payload differs from what came
+        self.came = raw  # the bytes it came as (None: an event of the proxy's)
+        self.n = n  # its place among the upstream's events (-1: an event of the proxy's)
         self.up: Up | None = None  # the item an output_item.added begins, once known
+
+    @property
+    def size(self) -> int:
+        """Its size as it came, what holding it counts toward max_held_bytes."""
+        return len(self.came) if self.came is not None else 0
 
     @property
     def type(self) -> str:
@@ -69,6 +76,7 @@ class Out:
     part_open: bool = False
     done: JSONObject | None = None  # the item as its output_item.done showed it
     synthetic: FunctionCallItem | None = None  # a call the proxy made out of markup
+    up: Up | None = None  # the upstream item it shows (None: a call out of markup)
 
     @property
     def arguments(self) -> str:

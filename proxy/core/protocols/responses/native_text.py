@@ -42,7 +42,9 @@ def part_fields(s: NativeStream, ev: Ev, out: Out) -> None:
         s.repair(Repair.TEXT_FIELDS_MISSING)
         ev.set("logprobs", [])
     if kind == "response.output_text.delta":
-        out.text.append(str(ev.get("delta") or ""))
+        text = str(ev.get("delta") or "")
+        out.text.append(text)
+        s.kept_text += len(text)
     elif kind == "response.content_part.done":
         _annotations(s, ev)
         out.texts.append("".join(out.text))
@@ -86,7 +88,7 @@ def close_part(s: NativeStream, out: Out) -> None:
 def text_event(s: NativeStream, up: Up, ev: Ev) -> None:
     kind = ev.type
     if up.target is None and kind == "response.content_part.added" and up.deferred:
-        up.deferred.append(ev)
+        s.hold(up.deferred, ev)
         return
     if kind == "response.output_text.delta":
         _delta(s, up, ev)
@@ -188,6 +190,7 @@ def _text_delta(s: NativeStream, out: Out, text: str) -> None:
     if not out.part_open:
         _insert_part_added(s, out)
     out.text.append(text)
+    s.kept_text += len(text)
     s.insert(
         {
             "type": "response.output_text.delta",
@@ -209,7 +212,7 @@ def _ensure_message(s: NativeStream, up: Up) -> None:
         _show(s, up)
         return
     out = s.new_item("message", "msg_" + s.new_id())
-    up.target = out
+    up.target, out.up = out, up
     s.insert(
         {
             "type": "response.output_item.added",
@@ -227,7 +230,7 @@ def _ensure_message(s: NativeStream, up: Up) -> None:
 
 
 def _show(s: NativeStream, up: Up) -> None:
-    deferred, up.deferred = up.deferred, []
+    deferred, up.deferred = s.let_go(up.deferred), []
     out = s.show(up, deferred[0])
     for ev in deferred[1:]:
         s.fix_item_fields(ev, out)
@@ -237,6 +240,7 @@ def _show(s: NativeStream, up: Up) -> None:
 
 def _open_call(s: NativeStream, up: Up, name: str, ident: str | None) -> None:
     up.rewritten = True
+    s.let_go(up.deferred)
     up.deferred = []  # a message with no text before the call is never shown
     target, up.target = up.target, None
     if target is not None:
