@@ -92,3 +92,72 @@ def test_detection_changes_nothing(name, text):
     assert found is None or isinstance(found, Mismatch)
     assert every == before  # the request's tools, schemas and all, as they came
     assert request.check(name, text) == found  # asked again, the same answer
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=10),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+SCHEMA_WORDS = st.sampled_from(
+    [
+        "type",
+        "properties",
+        "items",
+        "$ref",
+        "anyOf",
+        "required",
+        "enum",
+        "pattern",
+        "$defs",
+        "not",
+        "additionalProperties",
+        "minimum",
+        "$schema",
+    ]
+)
+SCHEMAS = st.recursive(
+    st.booleans() | st.dictionaries(SCHEMA_WORDS, JSON_VALUES, max_size=3),
+    lambda inner: st.dictionaries(
+        SCHEMA_WORDS | st.text(max_size=4), inner | JSON_VALUES, max_size=4
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    protocol=st.sampled_from(["chat", "responses", "messages"]),
+    schema=SCHEMAS,
+    entry=JSON_VALUES,
+    text=st.text(max_size=40) | JSON_VALUES.map(lambda v: orjson.dumps(v).decode()),
+    flags=st.tuples(st.booleans(), st.booleans(), st.booleans()),
+)
+def test_any_tools_and_any_arguments_never_raise(protocol, schema, entry, text, flags):
+    """Whatever the client declared and the model wrote: an answer, never an exception."""
+    tools = [
+        {"type": "function", "function": {"name": "f", "parameters": schema}},
+        {"type": "function", "name": "f", "parameters": schema},
+        {"name": "f", "input_schema": schema},
+        entry,
+    ]
+    make = {
+        "chat": RequestTools.from_chat,
+        "responses": RequestTools.from_responses,
+        "messages": RequestTools.from_messages,
+    }[protocol]
+    request = make(tools, SchemaCache())
+    cut, heal, coerce = flags
+    for name in ("f", "g"):
+        found = request.check(name, text)
+        assert found is None or isinstance(found, Mismatch)
+        fix = request.fix(name, text, cut=cut, heal=heal, coerce=coerce)
+        if fix is not None:
+            assert not cut
+            assert request.check(name, fix.text) is None  # what it gives fits
