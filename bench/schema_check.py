@@ -13,9 +13,10 @@ and heals almost-JSON when asked. This compares the candidates on what decides t
 * **error kinds**: which keyword each library names for the mismatches the proxy counts;
 * **risk**: a backtracking ``pattern`` (``^(a+)+$``) against model output, a small ``$ref``
   graph whose evaluation doubles per level, and a remote ``$ref`` (does it reach the network?);
-* **healing**: json-repair, fast-json-repair, dirtyjson and json5 on the shapes of issue 25
-  (trailing commas, single quotes, Python literals, a raw newline in a string) and on
-  truncation, and their speed on a 200 KB ``Write`` call.
+* **healing**: the proxy's own rewrite (proxy/core/arguments/heal.py), json-repair,
+  fast-json-repair, dirtyjson and json5 on the shapes of issue 25 (trailing commas, single
+  quotes, Python literals, a raw newline in a string), on escapes that must keep their JSON
+  meaning, and on truncation, and their speed on a 60 KB ``Write`` call.
 
 Needs the bench extra (``pip install -e '.[bench]'``). ``--quick`` runs fewer iterations.
 """
@@ -457,16 +458,24 @@ HEAL_SHAPES: list[tuple[str, str, JSON]] = [
     ("Python literals", '{"a": True, "b": None, "c": False}', {"a": True, "b": None, "c": False}),
     ("raw newline in a string", '{"content": "line 1\nline 2"}', {"content": "line 1\nline 2"}),
     ("apostrophe in double quotes", '{"msg": "it\'s",}', {"msg": "it's"}),
+    ("a string ending in a newline", '{"content": "line\\n",}', {"content": "line\n"}),
+    ("escaped slash and form feed", '{"p": "a\\/b\\f",}', {"p": "a/b\f"}),
+    ("a surrogate pair", '{"e": "\\ud83d\\ude00",}', {"e": "\U0001f600"}),
     ("cut in a string", '{"cmd": "rm -rf /tmp/build', None),
     ("cut after a member", '{"cmd": "ls", "n": 2', None),
 ]
 
 
 def _healers() -> dict[str, Callable[[str], JSON]]:
-    healers: dict[str, Callable[[str], JSON]] = {}
-    import json_repair
+    from proxy.core.arguments.heal import healed_value
 
-    healers["json-repair"] = lambda text: json_repair.loads(text)
+    healers: dict[str, Callable[[str], JSON]] = {"the proxy (heal.py)": healed_value}
+    try:
+        import json_repair
+
+        healers["json-repair"] = lambda text: json_repair.loads(text)
+    except ImportError:
+        pass
     try:
         import fast_json_repair
 
@@ -503,12 +512,15 @@ def heal_table(number: int) -> list[str]:
             except Exception as exc:
                 cells.append(f"fails ({type(exc).__name__})")
                 continue
-            if expected is None:
+            if got is None:
+                cells.append("leaves it" if expected is None else "**leaves it**")
+            elif expected is None:
                 cells.append(f"completes it: `{orjson.dumps(got).decode()}`")
             else:
                 cells.append("right" if got == expected else f"**wrong**: `{got}`")
         rows.append(f"| {what} | " + " | ".join(cells) + " |")
-    big = '{"file_path": "/repo/big.txt", "content": "' + "a line of text\n" * 13_000 + '",}'
+    # 60 KB: under the proxy's cap (heal.HEAL_MAX_CHARS)
+    big = '{"file_path": "/repo/big.txt", "content": "' + "a line of text\n" * 4_000 + '",}'
     cells = []
     for heal in healers.values():
         try:

@@ -105,7 +105,8 @@ class RequestTools:
         """Arguments that fit, made from ones that do not, or None (the call stays as it is).
 
         Never for a call cut by a token limit (``cut``), never for arguments that fit or for
-        a tool without a schema to fit; ``heal``: text that is not JSON, read by json-repair;
+        a tool without a schema to fit; ``heal``: text that is not JSON, in the shapes of
+        :mod:`.heal`;
         ``coerce``: the coercions of :mod:`.coerce`, also after healing.
         """
         if cut or not (heal or coerce):
@@ -171,7 +172,7 @@ def _parsed(text: str) -> object:
 def _fix(value: object, repairs: tuple[Repair, ...]) -> Fix | None:
     try:
         return Fix(orjson.dumps(value).decode(), repairs)
-    except orjson.JSONEncodeError:  # an integer past 64 bits that json-repair read
+    except orjson.JSONEncodeError:  # a value orjson cannot write (an integer past 64 bits)
         return None
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy.core.arguments.heal import HEAL_MAX_CHARS, closed
+from proxy.core.arguments.heal import HEAL_MAX_CHARS, healed_value
 from proxy.core.arguments.schemas import SchemaCache
 from proxy.core.arguments.tools import Fix, RequestTools
 from proxy.core.repairs import Repair
@@ -69,7 +69,7 @@ def test_python_none_heals_only_where_the_schema_takes_null(claude):
     ],
 )
 def test_text_that_is_not_one_whole_object_is_never_healed(codex, text):
-    assert not closed(text)
+    assert healed_value(text) is None
     assert healed(codex, "exec_command", text) is None
 
 

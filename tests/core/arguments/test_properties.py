@@ -161,3 +161,41 @@ def test_any_tools_and_any_arguments_never_raise(protocol, schema, entry, text, 
         if fix is not None:
             assert not cut
             assert request.check(name, fix.text) is None  # what it gives fits
+
+
+def broken_forms(text: str) -> list[str]:
+    """The value's text as a server breaks it, each way that keeps its meaning: a trailing
+    comma, raw newlines for the escaped ones, Python's literals for JSON's."""
+    forms = [text[:-1].rstrip() + ",}"]
+    if "\\n" in text and "\\\\n" not in text:
+        forms.append(text.replace("\\n", "\n"))
+    python = (
+        text.replace(": true", ": True").replace(": false", ": False").replace(": null", ": None")
+    )
+    if python != text:
+        forms.append(python)
+    return forms
+
+
+WITH_PROPERTIES = [
+    (a, t, tool) for a, t, tool in TOOLS if tool["function"]["parameters"].get("properties")
+]
+
+
+@pytest.mark.parametrize(
+    ("agent", "tools", "tool"),
+    WITH_PROPERTIES,
+    ids=[f"{a}/{tool['function']['name']}" for a, _, tool in WITH_PROPERTIES],
+)
+@PROPERTY
+@given(data=st.data())
+def test_a_healed_call_is_the_call_that_was_meant(agent, tools, tool, data):
+    function = tool["function"]
+    value = data.draw(fitting(function["parameters"]))
+    assume(isinstance(value, dict) and value)
+    assume(jsonschema_rs.validator_for(function["parameters"]).is_valid(value))
+    request = RequestTools.from_chat(tools, SchemaCache())
+    for broken in broken_forms(orjson.dumps(value).decode()):
+        fix = request.fix(function["name"], broken, cut=False, heal=True, coerce=False)
+        if fix is not None:  # healed: exactly the value meant, never another
+            assert orjson.loads(fix.text) == value, broken
