@@ -163,18 +163,42 @@ def test_any_tools_and_any_arguments_never_raise(protocol, schema, entry, text, 
             assert request.check(name, fix.text) is None  # what it gives fits
 
 
-def broken_forms(text: str) -> list[str]:
+def written(value: Any, quote: str = '"', python: bool = False) -> str:
+    """``value`` as a model may write it: strings in ``quote`` (in single quotes, a double
+    quote inside left bare and a single one escaped), Python's literals for JSON's."""
+    if isinstance(value, str):
+        body = orjson.dumps(value).decode()[1:-1]
+        if quote == "'":
+            body = body.replace('\\"', '"').replace("'", "\\'")
+        return f"{quote}{body}{quote}"
+    if isinstance(value, dict):
+        members = (
+            f"{written(k, quote, python)}: {written(v, quote, python)}" for k, v in value.items()
+        )
+        return "{" + ", ".join(members) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(written(v, quote, python) for v in value) + "]"
+    if python and (value is None or isinstance(value, bool)):
+        return repr(value)
+    return orjson.dumps(value).decode()
+
+
+def broken_forms(value: Any) -> list[str]:
     """The value's text as a server breaks it, each way that keeps its meaning: a trailing
-    comma, raw newlines for the escaped ones, Python's literals for JSON's."""
-    forms = [text[:-1].rstrip() + ",}"]
-    if "\\n" in text and "\\\\n" not in text:
+    comma, single quotes, Python's literals, raw newlines for the escaped ones."""
+    text = orjson.dumps(value).decode()
+    forms = [text[:-1] + ",}", written(value, "'"), written(value, python=True)]
+    if "\\n" in text and "\\\\" not in text:
         forms.append(text.replace("\\n", "\n"))
-    python = (
-        text.replace(": true", ": True").replace(": false", ": False").replace(": null", ": None")
-    )
-    if python != text:
-        forms.append(python)
-    return forms
+    return [form for form in forms if not parses(form)]  # a form that is JSON is no broken one
+
+
+def parses(text: str) -> bool:
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 WITH_PROPERTIES = [
@@ -195,7 +219,7 @@ def test_a_healed_call_is_the_call_that_was_meant(agent, tools, tool, data):
     assume(isinstance(value, dict) and value)
     assume(jsonschema_rs.validator_for(function["parameters"]).is_valid(value))
     request = RequestTools.from_chat(tools, SchemaCache())
-    for broken in broken_forms(orjson.dumps(value).decode()):
+    for broken in broken_forms(value):
         fix = request.fix(function["name"], broken, cut=False, heal=True, coerce=False)
-        if fix is not None:  # healed: exactly the value meant, never another
-            assert orjson.loads(fix.text) == value, broken
+        assert fix is not None, broken
+        assert orjson.loads(fix.text) == value, broken  # exactly the value meant
