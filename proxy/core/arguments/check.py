@@ -59,9 +59,12 @@ def fits(compiled: Compiled, value: object) -> bool:
 
 
 def mismatch(compiled: Compiled, value: object) -> Mismatch | None:
-    """None when ``value`` fits (or the validator cannot decide), else its kind."""
+    """None when ``value`` fits (or the validator cannot decide), else its kind; "other" when
+    asking why would cost too much (schemas.MAX_BRANCHES)."""
     if compiled.validator.is_valid(value):
         return None
+    if not compiled.explainable(value):
+        return _MISMATCHES[MismatchKind.OTHER]
     best: MismatchKind | None = None
     for count, error in enumerate(compiled.validator.iter_errors(value)):
         name = error.kind.name

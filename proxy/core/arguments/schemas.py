@@ -39,6 +39,9 @@ MAX_FAILED: Final = 1 << 16  #: digests of uncompilable schemas remembered, for 
 #: subschema applications one check may make (about 6 ms at jsonschema-rs's 6 ns each,
 #: bench/schema_check.py's $ref graph); a check bound to need more is skipped (too_costly)
 MAX_APPLICATIONS: Final = 1_000_000
+#: paths through anyOf, $ref and the like that naming a mismatch's kind may take (about 10 us
+#: each, errors built: some 10 ms); past it the mismatch is named "other" without asking why
+MAX_BRANCHES: Final = 1_000
 _REGEX: Final = jsonschema_rs.RegexOptions(size_limit=1 << 20, dfa_size_limit=1 << 20)
 
 
@@ -51,6 +54,8 @@ class Compiled:
     _schema: object = None
     _expansion: Expansion | None = None
     _bounds: dict[int, int] = field(default_factory=dict)
+    _branching: Expansion | None = None
+    _branch_bounds: dict[int, int] = field(default_factory=dict)
 
     @property
     def schema(self) -> object:
@@ -74,6 +79,19 @@ class Compiled:
             return True
         nodes, depth = instance_size(value)
         return nodes * self._bound(depth) <= MAX_APPLICATIONS
+
+    def explainable(self, value: object) -> bool:
+        """Whether the errors that say why ``value`` does not fit stay within MAX_BRANCHES."""
+        schema = self.schema
+        if not isinstance(schema, dict):
+            return True
+        if self._branching is None:
+            self._branching = Expansion(schema, MAX_BRANCHES, branches_only=True)
+        nodes, depth = instance_size(value)
+        known = self._branch_bounds.get(depth)
+        if known is None:
+            known = self._branch_bounds[depth] = self._branching.applications(depth)
+        return nodes * known <= MAX_BRANCHES
 
     def _bound(self, depth: int) -> int:
         known = self._bounds.get(depth)

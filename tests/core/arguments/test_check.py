@@ -307,3 +307,24 @@ def test_a_recursive_schema_is_checked_against_a_shallow_value_and_not_a_deep_fa
     assert cache.stats.too_costly == 1
     assert tools.check("g", '{"v": [[1]]}') is None  # shallow: checked, and it fits
     assert cache.stats.too_costly == 1
+
+
+def test_why_is_asked_only_when_the_answer_is_cheap(cache):
+    """jsonschema-rs builds an error for every path through the anyOfs when asked why (0.7 s
+    for 14 levels, against 0.2 ms to say that it does not fit): past the branch bound the
+    mismatch is still counted, as "other"."""
+    small = {**dag(2), "required": ["b"]}
+    large = {**dag(14), "required": ["b"]}
+    tools = RequestTools.from_chat([tool_with(small, "small"), tool_with(large, "large")], cache)
+    assert kind(tools, "small", '{"a": 5}') == "required"
+    done = threading.Event()
+    found: list[Mismatch | None] = []
+
+    def run() -> None:
+        found.append(tools.check("large", '{"a": 5}'))
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert done.wait(10), "naming the kind did not come back"
+    assert [f.kind.value for f in found if f is not None] == ["other"]
+    assert cache.stats.too_costly == 0  # it was checked: only the why was skipped
