@@ -123,7 +123,10 @@ _FAILED: Final = _Failed()
 
 
 class SchemaCache:
-    """Compiled schemas by their JSON text; every request's tools share the process's one."""
+    """Compiled schemas by their JSON text; every request's tools share the process's one.
+
+    Not locked: it is asked from the event loop, at each call's end (a worker process has its
+    own)."""
 
     def __init__(
         self,
