@@ -25,7 +25,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_openai import ChatOpenAI
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
+from tests.clients import python_clients
 from tests.clients.cases import PROMPT, Case
+from tests.clients.llamaindex import env as llamaindex_env
 
 HERE = Path(__file__).parent
 NODE_SCRIPT = HERE / "drive.mjs"
@@ -229,6 +231,9 @@ class Driver:
     non_streams: bool = True  # covers stream: false cases
     # Can ask for several choices (n > 1); LangChain and the AI SDK read one choice only.
     many_choices: bool = False
+    # Runs against the replayer alone too; a client of the Responses or Messages API reaches a
+    # chat case only through the proxy's translate mode.
+    direct: bool = True
 
     def covers(self, case: Case) -> bool:
         if case.choices > 1 and not self.many_choices:
@@ -308,6 +313,52 @@ def _node(
     return start
 
 
+def _subprocess(
+    command: Callable[[], list[str]],
+) -> Callable[[Sequence[Case], str, Callable[[Case], str]], Callable[[], Results]]:
+    """A driver in a Python of its own (llama-index's venv): the jobs as JSON on stdin, one
+    process per target over all cases, started at once like the Node drivers."""
+
+    def start(
+        cases: Sequence[Case], base_url: str, model_for: Callable[[Case], str]
+    ) -> Callable[[], Results]:
+        jobs = [
+            {
+                "case": case.name,
+                "model": model_for(case),
+                "stream": case.stream,
+                "prompt": PROMPT,
+                "tools": list(case.tools),
+                "tool_choice": case.tool_choice,
+            }
+            for case in cases
+        ]
+        argv = command()
+        process = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        payload = json.dumps({"baseURL": base_url, "jobs": jobs}).encode()
+
+        def finish() -> Results:
+            out, err = process.communicate(payload, timeout=TIMEOUT * (len(jobs) + 1))
+            if process.returncode != 0:
+                raise RuntimeError(f"{argv[-1]} exited {process.returncode}: {err.decode()}")
+            return {name: Outcome.from_json(data) for name, data in json.loads(out).items()}
+
+        return finish
+
+    return start
+
+
+def _llamaindex_command() -> list[str]:
+    if not llamaindex_env.ready():
+        raise RuntimeError(
+            f"llama-index's venv {llamaindex_env.venv_dir()} is missing: run "
+            "`python -m tests.clients.llamaindex.env` (.ci/check does)"
+        )
+    return [str(llamaindex_env.python()), str(HERE / "llamaindex" / "driver.py")]
+
+
 DRIVERS: tuple[Driver, ...] = (
     Driver(
         "py-stream", _in_process(py_stream, _openai_client), non_streams=False, many_choices=True
@@ -317,5 +368,14 @@ DRIVERS: tuple[Driver, ...] = (
     Driver("node-openai", _node("node-openai"), node=True, many_choices=True),
     Driver("ai-sdk", _node("ai-sdk"), node=True),
     Driver("ai-sdk-legacy", _node("ai-sdk-legacy"), node=True),
+    # issue 24: pydantic-ai's three models, LiteLLM's two prefixes, llama-index's OpenAILike
+    Driver("pydantic-chat", python_clients.pydantic_ai("chat")),
+    Driver("pydantic-responses", python_clients.pydantic_ai("responses"), direct=False),
+    Driver("pydantic-anthropic", python_clients.pydantic_ai("anthropic"), direct=False),
+    Driver("litellm-openai", _in_process(python_clients.litellm_sdk("openai"), str)),
+    Driver(
+        "litellm-anthropic", _in_process(python_clients.litellm_sdk("anthropic"), str), direct=False
+    ),
+    Driver("llamaindex", _subprocess(_llamaindex_command)),
 )
 DRIVER_NAMES = frozenset(d.name for d in DRIVERS)

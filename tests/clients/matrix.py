@@ -21,6 +21,7 @@ from tests.clients.drivers import (
     node_missing_reason,
 )
 from tests.clients.limits import load_limits
+from tests.clients.llamaindex import env as llamaindex_env
 from tests.clients.proxy_process import ROUTES
 from tests.clients.verdicts import Verdict, judge
 
@@ -52,6 +53,8 @@ class Matrix:
         waits: dict[str, Callable[[], Results] | Exception] = {}
         # The Node drivers start first: their subprocesses run while Python drives.
         for driver in sorted(self.drivers, key=lambda d: not d.node):
+            if target == "direct" and not driver.direct:
+                continue
             covered = [c for c in self.cases if driver.covers(c)]
             try:
                 waits[driver.name] = driver.start(covered, base_url, model_for(target))
@@ -67,7 +70,7 @@ class Matrix:
 
     def verdict(self, target: str, driver: Driver, case: Case) -> Verdict | str:
         """The verdict, or a short word for a cell without one."""
-        if not driver.covers(case):
+        if not driver.covers(case) or (target == "direct" and not driver.direct):
             return "n/a"
         results = self.runs.get(target, {}).get(driver.name)
         if results is None:
@@ -123,7 +126,15 @@ class Matrix:
 
 
 def versions() -> list[str]:
-    found = [f"{p} {metadata.version(p)}" for p in ("openai", "langchain-openai", "langchain-core")]
+    python_packages = (
+        "openai",
+        "langchain-openai",
+        "langchain-core",
+        "pydantic-ai-slim",
+        "litellm",
+    )
+    found = [f"{p} {metadata.version(p)}" for p in python_packages]
+    found.append(llamaindex_env.described())
     for alias in (
         "openai",
         "ai",
