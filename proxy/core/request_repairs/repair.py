@@ -15,13 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.core.jsonvalues import JSONObject
 from proxy.core.repairs import Repair
 from proxy.core.request_repairs import ids, roles
 from proxy.core.request_repairs.content import text_only
 from proxy.core.request_repairs.needs import GENERIC, TemplateNeeds
 from proxy.core.request_repairs.schemas import single_type, wrapped
 
+JSONObject = dict[str, Any]
 Messages = list[Any]
 
 
@@ -70,8 +70,7 @@ def _mistral_ids(messages: Messages) -> Messages:
     for message in messages:
         if not isinstance(message, dict):
             continue
-        calls = message.get("tool_calls")
-        for call in calls if isinstance(calls, list) else ():
+        for call in roles.calls_of(message):
             if isinstance(call, dict) and isinstance(call.get("id"), str):
                 seen.append(call["id"])
         if message.get("role") == "tool" and isinstance(message.get("tool_call_id"), str):

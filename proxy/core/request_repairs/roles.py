@@ -12,8 +12,9 @@ from typing import Any
 
 import orjson
 
-from proxy.core.jsonvalues import JSONObject
 from proxy.core.request_repairs.content import TEXT_JOIN, as_parts, joined, text_only
+
+JSONObject = dict[str, Any]
 
 
 def developer_as_system(messages: list[Any]) -> list[Any]:
@@ -132,10 +133,7 @@ def split_parallel_calls(messages: list[Any]) -> list[Any]:
     assistant message per call, each followed by its own tool result; the turn's text stays
     with the first call."""
     if not any(
-        isinstance(m, dict)
-        and m.get("role") == "assistant"
-        and isinstance(m.get("tool_calls"), list)
-        and len(m["tool_calls"]) > 1
+        isinstance(m, dict) and m.get("role") == "assistant" and len(calls_of(m)) > 1
         for m in messages
     ):
         return messages
@@ -209,7 +207,7 @@ def tools_as_text(messages: list[Any]) -> list[Any]:
     must alternate"): an assistant's calls become its text, one JSON object a call
     (``{"name": ..., "arguments": ...}``) after what it said, and a tool result becomes a user
     message holding the result's text. The merge of consecutive roles runs after this."""
-    if not any(isinstance(m, dict) and (m.get("role") == "tool" or _calls(m)) for m in messages):
+    if not any(isinstance(m, dict) and (m.get("role") == "tool" or calls_of(m)) for m in messages):
         return messages
     out: list[Any] = []
     for message in messages:
@@ -217,8 +215,8 @@ def tools_as_text(messages: list[Any]) -> list[Any]:
             out.append(message)
         elif message.get("role") == "tool":
             out.append({"role": "user", "content": message.get("content") or ""})
-        elif _calls(message):
-            calls = [_call_text(call) for call in message["tool_calls"]]
+        elif calls_of(message):
+            calls = [_call_text(call) for call in calls_of(message)]
             told = {k: v for k, v in message.items() if k != "tool_calls"}
             told["content"] = joined(message.get("content"), TEXT_JOIN.join(calls))
             out.append(told)
@@ -227,11 +225,11 @@ def tools_as_text(messages: list[Any]) -> list[Any]:
     return out
 
 
-def _calls(message: JSONObject) -> bool:
-    """The message carries calls to write as text (a list: anything else is left as it came
-    for the server to judge)."""
+def calls_of(message: dict[str, Any]) -> list[Any]:
+    """An assistant's calls, when ``tool_calls`` is the list it must be; a client's other
+    value is left for the upstream to refuse."""
     calls = message.get("tool_calls")
-    return isinstance(calls, list) and bool(calls)
+    return calls if isinstance(calls, list) else []
 
 
 def _call_text(call: object) -> str:
