@@ -30,7 +30,7 @@ from proxy.core.protocols.chat.normalize import (
 )
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.protocols.responses.context import ToolRef
-from proxy.core.protocols.responses.native_tools import NamesBack
+from proxy.core.protocols.responses.native_tools import NamesBack, names_back
 from proxy.shell.app_state import REQUEST_ID, ProxyState, UpstreamConfig
 from proxy.shell.bodies import media_type, read_capped, upstream_error_message
 from proxy.shell.exchange import EXCHANGE, Exchange
@@ -158,6 +158,7 @@ async def respond_native(
         if complete:
             exchange.meter.received(body)
             fixed, repairs = protocol.native_completion(body=body, request=payload, options=options)
+            fixed = names_back(fixed, names)  # as NamesBack does for a stream
             exchange.completion_rewritten(resp.status, repairs)
             exchange.meter.sending(fixed)
             answer = web.Response(status=resp.status, reason=resp.reason, body=fixed)
