@@ -139,6 +139,8 @@ class NativeStream(ItemFlow):
             self.call_cut(held)
         if self._extracting is not None:
             native_text.end_extraction(self, self._extracting)
+            # a message cut before its first text: its opening, held until text shows
+            native_text.show_unshown(self, self._extracting)
         for ev in self.waited():
             self.emit(ev)
         return self._flush()

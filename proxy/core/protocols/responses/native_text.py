@@ -229,6 +229,12 @@ def _ensure_message(s: NativeStream, up: Up) -> None:
     _insert_part_added(s, out)
 
 
+def show_unshown(s: NativeStream, up: Up) -> None:
+    """A message whose opening is still held (no text came yet) is shown as it came."""
+    if up.target is None and up.deferred and not up.rewritten:
+        _show(s, up)
+
+
 def _show(s: NativeStream, up: Up) -> None:
     deferred, up.deferred = s.let_go(up.deferred), []
     out = s.show(up, deferred[0])
