@@ -10,7 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from proxy.core.calls.argtext import ArgText
-from proxy.core.protocols.chat.chunks import complete_json, json_prefix_end
+from proxy.core.calls.jsontext import complete_json, json_prefix_end
 
 # JSON's structure and whitespace (including what str.strip takes but JSON does not), often
 JSONISH = st.text(alphabet=st.sampled_from('{}[]"\\:,  \n\t\u00a0\u2028ab1'), max_size=12)

@@ -13,8 +13,8 @@ import pytest
 
 import proxy.core.protocols.chat.normalize
 from proxy.core.ids import IdPool
+from proxy.core.jsonvalues import loads
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.chat.chunks import loads
 from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.sse import DONE, Event, RawBytes, SSEDecoder
 from proxy.shell.random_ids import new_id_factory

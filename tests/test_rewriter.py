@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from proxy.core.jsonvalues import loads
 from proxy.core.markup import check_names
 from proxy.core.markup.extractor import MarkupExtractor
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat import normalize
-from proxy.core.protocols.chat.chunks import loads
 from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.sse import Event, RawBytes, SSEDecoder

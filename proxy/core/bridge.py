@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from proxy.core.events import Failed, StreamEvent
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.base import Encoder
-from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.chat.neutral import NeutralWriter
 from proxy.core.protocols.chat.normalize import StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final, Literal
 
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.base import ClientProtocol
-from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.registry import CLIENT_PROTOCOLS
 
 ProtocolMode = Literal["translate", "native"]

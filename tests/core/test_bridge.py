@@ -23,8 +23,8 @@ from proxy.core.events import (
     TextDelta,
     Usage,
 )
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.chat.decode import completion_events
 from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream

@@ -27,7 +27,8 @@ import re
 from enum import Enum, auto
 from typing import Final
 
-from proxy.core.calls.jsontext import INVALID, complete_json, json_prefix_end
+from proxy.core.calls.jsontext import complete_json, json_prefix_end
+from proxy.core.jsonvalues import INVALID
 
 _OUTSIDE: Final = re.compile(r'["{}\[\]]')  # what moves the counter outside a string
 _INSIDE: Final = re.compile(r'["\\]')  # what ends a string, or escapes its next character

@@ -21,7 +21,7 @@ from collections import Counter
 from typing import Generic, Protocol, TypeVar
 
 from proxy.core.calls.argtext import ArgText
-from proxy.core.calls.jsontext import INVALID, complete_json
+from proxy.core.calls.jsontext import complete_json
 from proxy.core.calls.record import CallRecord
 from proxy.core.calls.repeats import Repeats, repeats
 from proxy.core.calls.state import (
@@ -45,6 +45,7 @@ from proxy.core.calls.state import (
     whole_calls_due,
 )
 from proxy.core.ids import IdPool
+from proxy.core.jsonvalues import INVALID
 from proxy.core.repairs import Repair
 
 C = TypeVar("C", bound=CallRecord)  # the protocol's call record

@@ -2,24 +2,14 @@
 complete JSON value, and is another text its beginning.
 
 They live beside the calls rather than in a protocol package because the call state machine
-asks them (proxy/core/calls/argtext.py); chat/chunks.py hands them on to the chat package.
+asks them (proxy/core/calls/argtext.py).
 """
 
 from __future__ import annotations
 
-from typing import Final
-
 import orjson
 
-
-class _Invalid:
-    """The result of parsing text that is not one complete JSON value."""
-
-    def __repr__(self) -> str:
-        return "INVALID"
-
-
-INVALID: Final = _Invalid()
+from proxy.core.jsonvalues import INVALID
 
 
 def complete_json(text: str) -> object:

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 
 import orjson
 
-from proxy.core.calls.jsontext import INVALID
 from proxy.core.calls.record import CallRecord
 from proxy.core.calls.state import CallState
+from proxy.core.jsonvalues import INVALID
 
 
 class Repeats:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from proxy.core.events import StreamEvent
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.chat.chunks import JSONObject
 
 
 @dataclass(frozen=True, slots=True)

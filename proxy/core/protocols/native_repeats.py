@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from proxy.core.calls.jsontext import INVALID
 from proxy.core.calls.record import CallRecord
 from proxy.core.calls.repeats import Repeats, json_equal
 from proxy.core.calls.state import DROPPED
+from proxy.core.jsonvalues import INVALID
 
 
 class PreviousCall(Repeats):

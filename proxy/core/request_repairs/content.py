@@ -7,8 +7,6 @@ from typing import Any, Final
 #: between the texts of two messages merged into one, and between text parts made one string
 TEXT_JOIN: Final = "\n\n"
 
-JSONObject = dict[str, Any]
-
 
 def is_text_part(part: object) -> bool:
     return (

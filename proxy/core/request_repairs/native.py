@@ -7,13 +7,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.messages import native_request as messages_native
 from proxy.core.protocols.responses import native_tools
 from proxy.core.protocols.responses.context import ToolRef
-
-JSONObject = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

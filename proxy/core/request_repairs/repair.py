@@ -15,13 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.repairs import Repair
 from proxy.core.request_repairs import ids, roles
 from proxy.core.request_repairs.content import text_only
 from proxy.core.request_repairs.needs import GENERIC, TemplateNeeds
 from proxy.core.request_repairs.schemas import single_type, wrapped
 
-JSONObject = dict[str, Any]
 Messages = list[Any]
 
 

@@ -12,9 +12,8 @@ from typing import Any
 
 import orjson
 
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.request_repairs.content import TEXT_JOIN, as_parts, joined, text_only
-
-JSONObject = dict[str, Any]
 
 
 def developer_as_system(messages: list[Any]) -> list[Any]:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Final
 
+from proxy.core.calls.jsontext import complete_json
 from proxy.core.calls.state import CallInput, CallState, compared_when_whole, may_become_whole
+from proxy.core.jsonvalues import INVALID
 from proxy.core.protocols.chat.call_pieces import CallPieces
-from proxy.core.protocols.chat.chunks import INVALID, complete_json
 from proxy.core.protocols.chat.deltas import Extras, added
 from proxy.core.protocols.chat.pieces import Call, Sink
 from proxy.core.protocols.chat.tooldelta import ToolDelta

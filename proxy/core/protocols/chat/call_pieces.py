@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.chat.choice_base import ChoiceBase
-from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.chat.deltas import (
     ArgsDelta,
     Extras,

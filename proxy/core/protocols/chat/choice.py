@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import Final
 
 from proxy.core.calls.state import HELD
-from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.chat.deltas import KEPT, FieldsDelta, KeptDelta, with_head
 from proxy.core.protocols.chat.finish import Finishing
 from proxy.core.protocols.chat.pieces import Piece, Sink

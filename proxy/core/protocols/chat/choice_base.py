@@ -18,8 +18,8 @@ attributes, and a layer of indirection would be paid on each of them.
 from __future__ import annotations
 
 from proxy.core.calls.driver import CallDriver
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup.base import Extractor
-from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.chat.deltas import Extras
 from proxy.core.protocols.chat.pieces import Call, Sink, Source, StreamContext
 

@@ -1,60 +1,16 @@
-"""Chat-completion chunks at the edge: orjson in and out, cheap looks at raw bytes, and the
-two questions asked of argument text (is it one complete JSON value; is it the beginning of
-another text).
+"""Chat-completion chunks at the edge: cheap looks at raw bytes.
 
-Chunks stay plain dicts (``JSONObject``): the normalizer must carry every field it does not
-know, so a schema would only get in the way. The byte checks let the hot path decide whether
-an event needs ``orjson.loads`` at all; they may answer "maybe" for bytes that turn out not to
-matter (a parse then shows nothing to do), never "no" for bytes that do (but for the one
-unlikely shape ``envelope_unsure`` names).
+The byte checks let the hot path decide whether an event needs a parse at all; they may
+answer "maybe" for bytes that turn out not to matter (a parse then shows nothing to do),
+never "no" for bytes that do (but for the one unlikely shape ``envelope_unsure`` names).
+The JSON values themselves are proxy/core/jsonvalues.py's.
 """
 
 from __future__ import annotations
 
 import re
 from functools import cache
-from typing import Any, Final
-
-import orjson
-
-# the questions asked of argument text belong to the calls; the chat package asks them here
-from proxy.core.calls.jsontext import INVALID as INVALID
-from proxy.core.calls.jsontext import complete_json as complete_json
-from proxy.core.calls.jsontext import json_prefix_end as json_prefix_end
-
-JSONObject = dict[str, Any]
-
-
-_MAX_WRITE_DEPTH: Final = 254
-
-
-def loads(data: bytes | str) -> object:
-    """The JSON value, or INVALID (orjson also rejects invalid UTF-8)."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return INVALID
-
-
-def dumps(value: object) -> bytes:
-    return orjson.dumps(value)
-
-
-def writable(value: object, data: bytes) -> bool:
-    """Whether ``value`` (parsed from ``data``) can be written back: orjson reads nesting
-    deeper than it writes (254 levels). Counting brackets settles almost every chunk."""
-    if data.count(b"{") + data.count(b"[") <= _MAX_WRITE_DEPTH:
-        return True
-    try:
-        orjson.dumps(value)
-    except orjson.JSONEncodeError:
-        return False
-    return True
-
-
-def dumps_text(value: object) -> str:
-    """Argument text for a value sent as an object (Q19)."""
-    return orjson.dumps(value).decode()
+from typing import Final
 
 
 @cache

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Final
 import orjson
 
 from proxy.core import markup as dialects
+from proxy.core.calls.jsontext import complete_json
 from proxy.core.errors import DialectError
 from proxy.core.ids import IdPool
+from proxy.core.jsonvalues import INVALID, JSONObject, dumps, loads
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
-from proxy.core.protocols.chat.chunks import INVALID, JSONObject, complete_json, dumps, loads
 from proxy.core.protocols.chat.tooldelta import read_entry
 from proxy.core.repairs import Repair, markup_kind
 

@@ -30,7 +30,7 @@ from proxy.core.events import (
     TextDelta,
     Usage,
 )
-from proxy.core.protocols.chat.chunks import INVALID, JSONObject, loads
+from proxy.core.jsonvalues import INVALID, JSONObject, loads
 from proxy.core.sse import Event, is_done
 
 _REASONING_KEYS: Final = ("reasoning_content", "reasoning")

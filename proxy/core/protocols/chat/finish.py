@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Final
 
 from proxy.core.calls.state import CallInput
-from proxy.core.protocols.chat.chunks import INVALID
+from proxy.core.jsonvalues import INVALID
 from proxy.core.protocols.chat.deltas import KEPT, NO_FIELDS, FieldsDelta, KeptDelta
 from proxy.core.protocols.chat.hot_paths import HotPaths
 from proxy.core.protocols.chat.pieces import Piece, Sink

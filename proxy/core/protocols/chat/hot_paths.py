@@ -11,8 +11,9 @@ not this module's; plain text is no input of any call.
 
 from __future__ import annotations
 
+from proxy.core.calls.jsontext import complete_json
+from proxy.core.jsonvalues import INVALID, JSONObject
 from proxy.core.markup.base import CallArgs
-from proxy.core.protocols.chat.chunks import INVALID, JSONObject, complete_json
 from proxy.core.protocols.chat.markup_bridge import MarkupBridge
 from proxy.core.protocols.chat.pieces import Call, Piece, Source
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from proxy.core import markup as dialects
 from proxy.core.calls.state import CallInput, closes_whole
 from proxy.core.errors import DialectError
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
 from proxy.core.protocols.chat.call_matching import CallMatching
-from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.chat.deltas import FieldsDelta
 from proxy.core.protocols.chat.pieces import Call, Sink
 from proxy.core.repairs import Repair, markup_kind

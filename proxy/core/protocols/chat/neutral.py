@@ -14,7 +14,7 @@ goes through the normalizer unparsed, and every chunk of it is such a repeat).
 from __future__ import annotations
 
 from proxy.core.events import StreamEvent, TextDelta
-from proxy.core.protocols.chat.chunks import JSONObject, loads
+from proxy.core.jsonvalues import JSONObject, loads
 from proxy.core.protocols.chat.chunkshape import ChunkShape
 from proxy.core.protocols.chat.decode import ChatDecoder, started_event
 from proxy.core.protocols.chat.deltas import ArgsDelta, FieldsDelta, KeptDelta, OpeningDelta

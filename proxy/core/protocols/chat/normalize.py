@@ -48,19 +48,11 @@ from dataclasses import replace
 from typing import Final, cast
 
 from proxy.core.ids import IdPool
+from proxy.core.jsonvalues import INVALID, JSONObject, dumps, loads, writable
 from proxy.core.markup import reasoning_names
 from proxy.core.options import RequestInfo, UpstreamOptions
 from proxy.core.protocols.chat.choice import ChoiceNormalizer
-from proxy.core.protocols.chat.chunks import (
-    INVALID,
-    JSONObject,
-    dumps,
-    envelope_unsure,
-    envelopes_sure,
-    interest_pattern,
-    loads,
-    writable,
-)
+from proxy.core.protocols.chat.chunks import envelope_unsure, envelopes_sure, interest_pattern
 from proxy.core.protocols.chat.completion import normalize_completion
 from proxy.core.protocols.chat.output import Output
 from proxy.core.protocols.chat.pieces import Piece, Sink, Slot, Source, StreamContext

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Final
 
-from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.chat.neutral import NeutralWriter
 from proxy.core.protocols.chat.pieces import Piece, Source
 from proxy.core.protocols.chat.render import render_own, render_released

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from proxy.core.calls.record import CallRecord
 from proxy.core.calls.state import HELD
 from proxy.core.ids import IdPool
-from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.chat.deltas import Delta, Extras, Fields
 from proxy.core.sse import Event
 

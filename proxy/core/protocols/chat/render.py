@@ -10,7 +10,7 @@ upstream's bytes.
 
 from __future__ import annotations
 
-from proxy.core.protocols.chat.chunks import JSONObject, dumps
+from proxy.core.jsonvalues import JSONObject, dumps
 from proxy.core.protocols.chat.deltas import (
     KEPT,
     NO_FIELDS,

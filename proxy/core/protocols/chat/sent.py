@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.chat.deltas import ArgsDelta
 from proxy.core.protocols.chat.pieces import Piece, Source
 from proxy.core.protocols.chat.render import render_own, render_released

@@ -15,7 +15,7 @@ from typing import Final
 
 import orjson
 
-from proxy.core.protocols.chat.chunks import JSONObject, dumps_text
+from proxy.core.jsonvalues import JSONObject, dumps_text
 from proxy.core.repairs import Repair
 
 _KNOWN: Final = frozenset({"index", "id", "type", "function"})

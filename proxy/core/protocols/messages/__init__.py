@@ -13,9 +13,9 @@ import itertools
 from collections import Counter
 from collections.abc import Callable
 
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.base import ChatRequest, ClientProtocol
-from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.messages.count import count_tokens
 from proxy.core.protocols.messages.encode import MessagesEncoder
 from proxy.core.protocols.messages.errors import error_body

@@ -21,7 +21,7 @@ from typing import Any, Final
 import orjson
 
 from proxy.core.errors import ClientRequestError, shown
-from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.messages.dropped import Dropped
 
 TEXT_JOIN: Final = "\n\n"

@@ -13,7 +13,7 @@ from typing import Final
 
 import orjson
 
-from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.jsonvalues import JSONObject
 
 CHARS_PER_TOKEN: Final = 4
 

@@ -36,7 +36,7 @@ from proxy.core.events import (
     TextDelta,
     Usage,
 )
-from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.messages.errors import error_object, stream_error_type
 from proxy.core.protocols.messages.message import MessageAccumulator
 from proxy.core.protocols.messages.native_block import InputEnd

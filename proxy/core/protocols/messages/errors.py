@@ -12,7 +12,7 @@ from typing import Final
 
 import orjson
 
-from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.jsonvalues import JSONObject
 
 _BY_STATUS: Final = {
     400: "invalid_request_error",

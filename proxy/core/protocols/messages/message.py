@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.jsonvalues import JSONObject
 
 
 class MessageAccumulator:

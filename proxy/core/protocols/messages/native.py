@@ -44,10 +44,10 @@ from operator import itemgetter
 
 import orjson
 
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup import build_extractor, check_names
 from proxy.core.markup.fail_open import fail_open
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.messages import native_fields
 from proxy.core.protocols.messages.native_block import Block, ToolCall, extracts, input_parses
 from proxy.core.protocols.messages.native_client import ClientSide

@@ -10,9 +10,9 @@ import orjson
 
 from proxy.core.calls.record import CallRecord
 from proxy.core.ids import IdPool
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup.fail_open import FailOpen
 from proxy.core.markup.jsonscan import JsonValue
-from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.sse import Event
 
 

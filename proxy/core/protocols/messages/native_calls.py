@@ -39,7 +39,7 @@ from __future__ import annotations
 from typing import Final
 
 from proxy.core.calls.state import S1, S1_STATES, Action, CallInput, CallState, transition
-from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.messages.native_block import Block, Item, ToolCall
 from proxy.core.protocols.messages.native_client import ClientSide
 from proxy.core.protocols.native_repeats import repeats_before

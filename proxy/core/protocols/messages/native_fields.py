@@ -6,7 +6,7 @@ goes after them, as the re-encoding rule says) and returns the repair kinds it m
 
 from __future__ import annotations
 
-from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.repairs import Repair
 
 # the empty value each block type starts with; a gateway that drops empty fields loses them

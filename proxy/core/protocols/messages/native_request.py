@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.repairs import Repair
-
-JSONObject = dict[str, Any]
 
 
 def _blocks(content: object) -> list[Any]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Segment, Text
-from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.messages.native_block import Block, ToolCall, input_parses
 from proxy.core.protocols.messages.native_calls import CallBlocks
 from proxy.core.repairs import Repair, markup_kind

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from proxy.core.errors import ClientRequestError, shown
-from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.messages.content import block_text, convert_messages
 from proxy.core.protocols.messages.dropped import Dropped
 from proxy.core.request_repairs.roles import system_message

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import orjson
 
-from proxy.core.protocols.chat.chunks import JSONObject
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.sse import encode_event
 
 

@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import orjson
 
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.base import ChatRequest, ClientProtocol
-from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.responses.context import ResponsesContext
 from proxy.core.protocols.responses.encode import ResponsesEncoder
 from proxy.core.protocols.responses.native import NativeStream

@@ -48,6 +48,7 @@ from proxy.core.events import (
     TextDelta,
     Usage,
 )
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.responses.context import ResponsesContext, ToolKind
 from proxy.core.protocols.responses.items import (
     CustomToolCallItem,
@@ -59,8 +60,6 @@ from proxy.core.protocols.responses.items import (
 )
 from proxy.core.protocols.responses.wire import Sequencer
 from proxy.core.sse import encode_event
-
-JSONObject = dict[str, Any]
 
 #: finish reasons that end the response as incomplete, with the reason the client is told
 _INCOMPLETE: Final = {

@@ -14,14 +14,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 
 from proxy.core.errors import ClientRequestError, shown
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.responses.tools import ChatTools
-
-JSONObject = dict[str, Any]
 
 _TEXT_PARTS = {"input_text": "text", "output_text": "text", "text": "text", "refusal": "refusal"}
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}

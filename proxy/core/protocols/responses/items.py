@@ -26,9 +26,8 @@ from typing import Any, ClassVar
 
 import orjson
 
-from proxy.core.protocols.chat.chunks import INVALID, loads
+from proxy.core.jsonvalues import INVALID, JSONObject, loads
 
-JSONObject = dict[str, Any]
 Payload = JSONObject
 _MARK = "\x00mark\x00"  # stands for a delta's text in the template; orjson escapes it
 _RUN = 256  # pieces of text joined into one as they come

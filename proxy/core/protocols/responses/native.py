@@ -42,11 +42,11 @@ Rules this module keeps:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 from proxy.core.calls.state import SUSPECT
+from proxy.core.jsonvalues import JSONObject, loads
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.chat.chunks import loads
 from proxy.core.protocols.responses import native_text
 from proxy.core.protocols.responses.native_flow import ItemFlow
 from proxy.core.protocols.responses.native_items import Ev
@@ -54,8 +54,6 @@ from proxy.core.protocols.responses.native_request import NativeRequest
 from proxy.core.protocols.responses.wire import frame
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event, RawBytes, SSEDecoder
-
-JSONObject = dict[str, Any]
 
 _TERMINAL: Final = ("response.completed", "response.incomplete", "response.failed")
 _ITEM_EVENTS: Final = frozenset(

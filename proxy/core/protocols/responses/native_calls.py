@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from proxy.core.protocols.chat.chunks import INVALID, loads
+from proxy.core.jsonvalues import INVALID, JSONObject, loads
 from proxy.core.protocols.responses.native_driver import END
-from proxy.core.protocols.responses.native_items import Ev, JSONObject, Out
+from proxy.core.protocols.responses.native_items import Ev, Out
 from proxy.core.repairs import Repair
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from collections import Counter
 
 import orjson
 
-from proxy.core.protocols.chat.chunks import loads
+from proxy.core.jsonvalues import loads
 from proxy.core.protocols.responses.native_request import NativeRequest
 from proxy.core.repairs import Repair
 

@@ -47,9 +47,10 @@ from proxy.core.calls.state import (
 )
 from proxy.core.errors import NormalizerError
 from proxy.core.ids import IdPool
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.native_repeats import PreviousCall, repeats_before
 from proxy.core.protocols.responses.items import FunctionCallItem
-from proxy.core.protocols.responses.native_items import Ev, JSONObject, NativeCall, Out, Up
+from proxy.core.protocols.responses.native_items import Ev, NativeCall, Out, Up
 from proxy.core.repairs import Repair
 
 # module names (the states' are calls/state.py's), not ``CallInput.END``: an Enum's class

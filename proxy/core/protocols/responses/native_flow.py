@@ -10,10 +10,10 @@ the stream half numbers, frames and sends what this half decides.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Final
+from typing import Final
 
-from proxy.core.calls.jsontext import INVALID
 from proxy.core.calls.state import DROPPED, OPEN
+from proxy.core.jsonvalues import INVALID, JSONObject
 from proxy.core.markup import build_extractor
 from proxy.core.markup.fail_open import fail_open
 from proxy.core.protocols.responses import native_calls, native_text
@@ -21,8 +21,6 @@ from proxy.core.protocols.responses.native_driver import DELTA, NativeCalls
 from proxy.core.protocols.responses.native_items import Ev, Out, Up, message_part
 from proxy.core.protocols.responses.native_request import NativeRequest
 from proxy.core.repairs import Repair
-
-JSONObject = dict[str, Any]
 
 _ID_PREFIX: Final = {"message": "msg_", "function_call": "fc_", "reasoning": "rs_"}
 

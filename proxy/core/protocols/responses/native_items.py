@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.core.calls.record import CallRecord
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup.fail_open import FailOpen
 from proxy.core.protocols.responses.items import FunctionCallItem
-
-JSONObject = dict[str, Any]
 
 
 class Ev:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from proxy.core.errors import ClientRequestError
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.responses.tools import convert_tools
-
-JSONObject = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,13 +32,12 @@ from typing import Any, Final
 import orjson
 
 from proxy.core.errors import ClientRequestError
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.base import NativeStream
 from proxy.core.protocols.responses.context import ToolKind, ToolRef
 from proxy.core.protocols.responses.tools import ChatTools, convert_tools
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event, RawBytes, SSEDecoder, encode_event
-
-JSONObject = dict[str, Any]
 
 _TEXT_PARTS: Final = frozenset({"input_text", "output_text", "text"})
 _SYSTEM: Final = frozenset({"system", "developer"})

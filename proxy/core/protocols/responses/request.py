@@ -10,15 +10,14 @@ a 400 says so.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from proxy.core.errors import ClientRequestError
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.responses.context import ResponsesContext
 from proxy.core.protocols.responses.dropped import bounded
 from proxy.core.protocols.responses.input_items import convert_input
 from proxy.core.protocols.responses.tools import convert_tool_choice, convert_tools
-
-JSONObject = dict[str, Any]
 
 #: Responses fields with the same name and meaning in chat
 _SAME: Final = ("model", "stream", "temperature", "top_p", "parallel_tool_calls", "stop", "user")

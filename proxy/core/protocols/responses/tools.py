@@ -11,12 +11,10 @@ dropped, and each drop is named (``tools.<type>``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from proxy.core.errors import ClientRequestError, shown
+from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.responses.context import NAMESPACE_SEPARATOR, ToolKind, ToolRef
-
-JSONObject = dict[str, Any]
 
 
 @dataclass(slots=True)
