@@ -30,7 +30,7 @@ from proxy.core.protocols.chat.normalize import (
 )
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.protocols.responses.context import ToolRef
-from proxy.core.protocols.responses.native_tools import NamesBack, names_back
+from proxy.core.protocols.responses.native.tools import NamesBack, names_back
 from proxy.shell.app_state import REQUEST_ID, ProxyState, UpstreamConfig
 from proxy.shell.bodies import media_type, read_capped, upstream_error_message
 from proxy.shell.exchange import EXCHANGE, Exchange

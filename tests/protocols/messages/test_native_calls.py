@@ -12,8 +12,8 @@ import pytest
 from proxy.core.calls import driver
 from proxy.core.calls.driver import CallDriver
 from proxy.core.calls.state import S1, Action, CallInput, CallState, transition
-from proxy.core.protocols.messages import native_calls
-from proxy.core.protocols.messages.native_calls import end_input, naming_input
+from proxy.core.protocols.messages.native import calls as native_calls
+from proxy.core.protocols.messages.native.calls import end_input, naming_input
 from proxy.core.repairs import Repair
 from tests.protocols.messages import streams
 from tests.protocols.messages.checker import check, events_of

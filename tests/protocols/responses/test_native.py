@@ -32,8 +32,8 @@ from proxy.core.events import (
     Usage,
 )
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.responses.native import NativeStream
-from proxy.core.protocols.responses.native_request import NativeRequest
+from proxy.core.protocols.responses.native.request import NativeRequest
+from proxy.core.protocols.responses.native.stream import NativeStream
 from proxy.core.repairs import Repair
 from tests.normalize_helpers import bytewise, random_cuts
 from tests.protocols.responses import variants as v

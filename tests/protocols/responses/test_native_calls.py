@@ -25,9 +25,9 @@ from proxy.core.events import (
     TextDelta,
     Usage,
 )
-from proxy.core.protocols.responses.native import NativeStream
-from proxy.core.protocols.responses.native_items import Ev, NativeCall
-from proxy.core.protocols.responses.native_request import NativeRequest
+from proxy.core.protocols.responses.native.model import Ev, NativeCall
+from proxy.core.protocols.responses.native.request import NativeRequest
+from proxy.core.protocols.responses.native.stream import NativeStream
 from proxy.core.repairs import Repair
 from tests.protocols.responses import variants as v
 from tests.protocols.responses.checker import check

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.responses.native import NativeStream
-from proxy.core.protocols.responses.native_request import NativeRequest
+from proxy.core.protocols.responses.native.request import NativeRequest
+from proxy.core.protocols.responses.native.stream import NativeStream
 from proxy.core.repairs import Repair
 from tests.normalize_helpers import bytewise, random_cuts
 from tests.protocols.native_cases import RESPONSES, r_stream

@@ -19,8 +19,8 @@ from proxy.core.protocols.base import ChatRequest, ClientProtocol
 from proxy.core.protocols.messages.count import count_tokens
 from proxy.core.protocols.messages.encode import MessagesEncoder
 from proxy.core.protocols.messages.errors import error_body
-from proxy.core.protocols.messages.native import NativeMessages
-from proxy.core.protocols.messages.native_completion import repair_message
+from proxy.core.protocols.messages.native.stream import NativeMessages
+from proxy.core.protocols.messages.native.whole import repair_message
 from proxy.core.protocols.messages.request import (
     MessagesContext,
     convert_tools,

@@ -19,7 +19,7 @@ import orjson
 from proxy.core.calls.driver import CallDriver
 from proxy.core.ids import IdPool
 from proxy.core.jsonvalues import JSONObject
-from proxy.core.protocols.messages.native_block import Block, Item, Tally, ToolCall
+from proxy.core.protocols.messages.native.model import Block, Item, Tally, ToolCall
 from proxy.core.protocols.messages.wire import encode
 from proxy.core.protocols.native_repeats import PreviousCall
 from proxy.core.repairs import Repair

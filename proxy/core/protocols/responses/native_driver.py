@@ -50,7 +50,7 @@ from proxy.core.ids import IdPool
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.native_repeats import PreviousCall, repeats_before
 from proxy.core.protocols.responses.items import FunctionCallItem
-from proxy.core.protocols.responses.native_items import Ev, NativeCall, Out, Up
+from proxy.core.protocols.responses.native.model import Ev, NativeCall, Out, Up
 from proxy.core.repairs import Repair
 
 # module names (the states' are calls/state.py's), not ``CallInput.END``: an Enum's class

@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from proxy.core.jsonvalues import INVALID, JSONObject, loads
+from proxy.core.protocols.responses.native.model import Ev, Out
 from proxy.core.protocols.responses.native_driver import END
-from proxy.core.protocols.responses.native_items import Ev, Out
 from proxy.core.repairs import Repair
 
 if TYPE_CHECKING:
-    from proxy.core.protocols.responses.native_flow import ItemFlow
+    from proxy.core.protocols.responses.native.structure import ItemFlow
 
 
 def added(s: ItemFlow, ev: Ev, item: JSONObject, out: Out) -> str:

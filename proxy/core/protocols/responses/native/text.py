@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
-from proxy.core.protocols.responses.native_items import Ev, Out, Up, message_part
+from proxy.core.protocols.responses.native.model import Ev, Out, Up, message_part
 from proxy.core.repairs import Repair, markup_kind
 
 if TYPE_CHECKING:
-    from proxy.core.protocols.responses.native_flow import ItemFlow as NativeStream
+    from proxy.core.protocols.responses.native.structure import ItemFlow as NativeStream
 
 
 # -- part fields (every message) ---------------------------------------------------------------

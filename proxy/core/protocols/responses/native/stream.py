@@ -22,7 +22,7 @@ Rules this module keeps:
   is inserted); a missing ``function_call_arguments.done`` or ``output_item.done``; deltas
   with no item; a ``response.completed`` whose ``output`` lacks the streamed items, or
   without ``usage``; a call cut by the token limit reported as ``completed`` (its item and the
-  response become ``incomplete``); markup in ``output_text.delta`` (native_text.py); the
+  response become ``incomplete``); markup in ``output_text.delta`` (message_text.py); the
   same call twice in a row, counted, and under ``dedupe_calls`` held until its arguments end
   and dropped. Every function call goes through the shared call state table
   (native_driver.py, proxy/core/calls).
@@ -47,10 +47,10 @@ from typing import Final
 from proxy.core.calls.state import SUSPECT
 from proxy.core.jsonvalues import JSONObject, loads
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.responses import native_text
-from proxy.core.protocols.responses.native_flow import ItemFlow
-from proxy.core.protocols.responses.native_items import Ev
-from proxy.core.protocols.responses.native_request import NativeRequest
+from proxy.core.protocols.responses.native import text as message_text
+from proxy.core.protocols.responses.native.model import Ev
+from proxy.core.protocols.responses.native.request import NativeRequest
+from proxy.core.protocols.responses.native.structure import ItemFlow
 from proxy.core.protocols.responses.wire import frame
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event, RawBytes, SSEDecoder
@@ -136,9 +136,9 @@ class NativeStream(ItemFlow):
         elif held is not None:
             self.call_cut(held)
         if self._extracting is not None:
-            native_text.end_extraction(self, self._extracting)
+            message_text.end_extraction(self, self._extracting)
             # a message cut before its first text: its opening, held until text shows
-            native_text.show_unshown(self, self._extracting)
+            message_text.show_unshown(self, self._extracting)
         for ev in self.waited():
             self.emit(ev)
         return self._flush()
@@ -193,7 +193,7 @@ class NativeStream(ItemFlow):
         if counted:
             self.repair(Repair.CAP_REACHED)
         if self._extracting is not None:
-            native_text.end_extraction(self, self._extracting)
+            message_text.end_extraction(self, self._extracting)
         self._out += [ev.came for ev in self.held_events() if ev.came is not None]
         self._raw = True
 
@@ -292,7 +292,7 @@ class NativeStream(ItemFlow):
         if self._blocking is not None:
             self.call_ended(self._blocking, None)
         if self._extracting is not None:
-            native_text.end_extraction(self, self._extracting)
+            message_text.end_extraction(self, self._extracting)
         # one item ended (or a held call's end) and one item's events read a turn: the items
         # left open are ended in order, each event read once
         while self._open_item is not None or self._waiting or self._blocking is not None:

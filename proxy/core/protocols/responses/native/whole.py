@@ -13,7 +13,7 @@ from collections import Counter
 import orjson
 
 from proxy.core.jsonvalues import loads
-from proxy.core.protocols.responses.native_request import NativeRequest
+from proxy.core.protocols.responses.native.request import NativeRequest
 from proxy.core.repairs import Repair
 
 

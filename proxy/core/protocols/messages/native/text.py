@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Segment, Text
-from proxy.core.protocols.messages.native_block import Block, ToolCall, input_parses
-from proxy.core.protocols.messages.native_calls import CallBlocks
+from proxy.core.protocols.messages.native.calls import CallBlocks
+from proxy.core.protocols.messages.native.model import Block, ToolCall, input_parses
 from proxy.core.repairs import Repair, markup_kind
 from proxy.core.sse import Event
 

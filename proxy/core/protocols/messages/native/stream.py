@@ -48,10 +48,10 @@ from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup import build_extractor, check_names
 from proxy.core.markup.fail_open import fail_open
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.messages import native_fields
-from proxy.core.protocols.messages.native_block import Block, ToolCall, extracts, input_parses
+from proxy.core.protocols.messages.native import fields as native_fields
+from proxy.core.protocols.messages.native.model import Block, ToolCall, extracts, input_parses
+from proxy.core.protocols.messages.native.text import TextMarkup
 from proxy.core.protocols.messages.native_client import ClientSide
-from proxy.core.protocols.messages.native_text import TextMarkup
 from proxy.core.protocols.messages.request import convert_tools
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event, RawBytes, SSEDecoder

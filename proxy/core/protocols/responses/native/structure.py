@@ -1,7 +1,7 @@
 """The items of a native stream: which upstream item an event belongs to, the order they go
 out in, and their fields (the rules are in native.py's docstring; a function call's state is
-the call driver's, native_driver.py, its own fields native_calls.py's, markup in a message's
-text native_text.py's).
+the call driver's, native_driver.py, its own fields call_fields.py's, markup in a message's
+text message_text.py's).
 
 ``ItemFlow`` is the item half of :class:`proxy.core.protocols.responses.native.NativeStream`;
 the stream half numbers, frames and sends what this half decides.
@@ -16,10 +16,11 @@ from proxy.core.calls.state import DROPPED, OPEN
 from proxy.core.jsonvalues import INVALID, JSONObject
 from proxy.core.markup import build_extractor
 from proxy.core.markup.fail_open import fail_open
-from proxy.core.protocols.responses import native_calls, native_text
+from proxy.core.protocols.responses.native import fields as call_fields
+from proxy.core.protocols.responses.native import text as message_text
+from proxy.core.protocols.responses.native.model import Ev, Out, Up, message_part
+from proxy.core.protocols.responses.native.request import NativeRequest
 from proxy.core.protocols.responses.native_driver import DELTA, NativeCalls
-from proxy.core.protocols.responses.native_items import Ev, Out, Up, message_part
-from proxy.core.protocols.responses.native_request import NativeRequest
 from proxy.core.repairs import Repair
 
 _ID_PREFIX: Final = {"message": "msg_", "function_call": "fc_", "reasoning": "rs_"}
@@ -105,7 +106,7 @@ class ItemFlow(NativeCalls):
         True when ``ev`` was held."""
         text = self._extracting
         if text is not None and text is not ev.up and text.extractor is not None:
-            native_text.end_extraction(self, text)
+            message_text.end_extraction(self, text)
         open_item = self._open_item
         if open_item is not None and self._blocking is None and _call_ended(open_item):
             self.close_early(open_item)
@@ -136,13 +137,13 @@ class ItemFlow(NativeCalls):
         if ev.get("output_index") is None:
             self.repair(Repair.OUTPUT_INDEX_MISSING)
         ev.set("output_index", out.index)
-        moved = native_calls.added(self, ev, item, out) if up.type == "function_call" else ""
+        moved = call_fields.added(self, ev, item, out) if up.type == "function_call" else ""
         self._items.append(out)
         self._open_item = out
         up.target = out
         self.emit(ev)
         if moved:
-            native_calls.arguments_delta(self, out, moved)
+            call_fields.arguments_delta(self, out, moved)
         return out
 
     def _item_event(self, ev: Ev) -> None:
@@ -160,7 +161,7 @@ class ItemFlow(NativeCalls):
             self.wait(up, ev)
             return
         if up.extractor is not None or up.rewritten:
-            native_text.text_event(self, up, ev)
+            message_text.text_event(self, up, ev)
             return
         out = up.target
         if up.closed_early:
@@ -183,7 +184,7 @@ class ItemFlow(NativeCalls):
                 self.call_event(call, ev, kind)
             return
         if kind.startswith(("response.content_part.", "response.output_text.")):
-            native_text.part_fields(self, ev, out)
+            message_text.part_fields(self, ev, out)
         self.emit(ev)
 
     def fix_item_fields(self, ev: Ev, out: Out, *, count: bool = True) -> None:
@@ -237,7 +238,7 @@ class ItemFlow(NativeCalls):
                 up.done = True
                 return
         if up.extractor is not None or up.rewritten or (up.target is None and up.deferred):
-            native_text.text_done(self, up, ev)
+            message_text.text_done(self, up, ev)
             return
         out = up.target
         if up.closed_early or (out is None and up.done):
@@ -252,9 +253,9 @@ class ItemFlow(NativeCalls):
         item = ev.payload["item"]
         self.fix_item_fields_done(ev, item, out)
         if out.type == "function_call":
-            native_calls.call_done(self, ev, item, out)
+            call_fields.call_done(self, ev, item, out)
         elif out.type == "message" and out.part_open:
-            native_text.close_part(self, out)
+            message_text.close_part(self, out)
         self.finish(out, item)
         self.emit(ev)
         self.release()
@@ -314,7 +315,7 @@ class ItemFlow(NativeCalls):
             out.up.closed_early = True
         if out.type == "message":
             if out.part_open:
-                native_text.close_part(self, out)
+                message_text.close_part(self, out)
             item = {
                 "id": out.id,
                 "type": "message",
@@ -323,7 +324,7 @@ class ItemFlow(NativeCalls):
                 "content": [message_part(t) for t in out.texts],
             }
         elif out.type == "function_call":
-            item = native_calls.ended_early(self, out)
+            item = call_fields.ended_early(self, out)
         else:
             item = {"id": out.id, "type": out.type}
         self.finish(out, item)
