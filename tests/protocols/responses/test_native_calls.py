@@ -60,7 +60,7 @@ def record(
     )
     native.inputs = []
     if not hot:  # the table's answer turned around: no state streams its arguments
-        native._streams = ()
+        native._calls.streams = ()
     out = b"".join(native.feed(body) + native.close(complete=True))
     return native.inputs, out
 
@@ -211,7 +211,7 @@ def test_a_dropped_repeat_is_no_call_before_the_next():
 def test_the_calls_are_records_of_the_shared_table():
     native = NativeStream(lambda: "x", NativeRequest.from_body(WEATHER_TOOLS), options=NATIVE)
     native.feed(v.sse(calls(("call_w", "get_weather", PARIS))))
-    (call,) = native._calls
+    (call,) = native._calls.records
     assert isinstance(call, NativeCall)
     assert (call.name, call.id, call.text()) == ("get_weather", "call_w", '{"location": "Paris"}')
 

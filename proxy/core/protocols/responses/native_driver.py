@@ -11,7 +11,8 @@ is a :class:`NativeCall`. Here its events become the table's inputs:
   of an inserted delta first (``args-only-in-done``);
 * ``function_call_arguments.done``: ``COMPLETE``; ``output_item.done`` and the end: ``END``.
 
-The driver (calls/driver.py) performs the table's action through the methods at the end.
+The driver (calls/driver.py ``Calls``, held as ``_calls``) performs the table's action
+through the writer methods at the end.
 A Responses call's opening is its ``output_item.added`` (arguments ``""``: what the item
 carried goes out as a delta after it, ``args-in-first-delta``) followed by the events of
 the call that were held, as they came: the held argument text is in those events. What
@@ -32,7 +33,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Final
 
-from proxy.core.calls.driver import CallDriver
+from proxy.core.calls.driver import Calls
 from proxy.core.calls.state import (
     ARGS_END,
     DROPPED,
@@ -77,13 +78,21 @@ class _Tally:
     kept: int = 0
 
 
-class NativeCalls(CallDriver[NativeCall, None, Ev]):
+class NativeCalls:
     """The call half of ItemFlow: classifies a call's events and builds what goes out."""
 
     def __init__(self, fallback_name: str | None, repairs: Counter[str], *, dedupe: bool) -> None:
         tally = _Tally(IdPool(self.new_id), fallback_name, repairs)
-        CallDriver.__init__(self, tally, coalesce=False, dedupe=dedupe)
-        self._repeats = PreviousCall(dedupe=dedupe)
+        self._tally = tally
+        self._calls: Calls[NativeCall, None, Ev] = Calls(
+            tally,
+            self,
+            coalesce=False,
+            dedupe=dedupe,
+            repeats=PreviousCall(dedupe=dedupe),
+            before_identify=self._make_ids,
+        )
+        self._keep = self._calls.keep  # bound once: asked on every fragment
         self._blocking: NativeCall | None = None  # the upstream call held: the rest waits
         self._markup: NativeCall | None = None  # the call being taken out of a message's text
         self.dropped: set[str] = set()  # the item and call ids of repeats dropped
@@ -136,7 +145,7 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
             name=name if isinstance(name, str) and name else None,
         )
         call.up, call.added, up.call = up, ev, call
-        self._calls.append(call)
+        self._calls.records.append(call)
         text = text if isinstance(text, str) else ""
         if call.name is None or call.upstream_id is None:
             self.repair(Repair.NAME_MISSING if call.name is None else Repair.CALL_ID_MISSING)
@@ -205,7 +214,7 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
             self.emit(ev)
 
     def _opening_input(self, call: NativeCall, text: str) -> CallInput:
-        event = self._naming(call, text)
+        event = self._calls.naming(call, text)
         # An item's arguments "{}" are its arguments: Responses servers are not known to
         # send a placeholder in front of the real ones (chat's case m), so none is held.
         return CallInput.NAMED_WHOLE if event is CallInput.NAMED_PLACEHOLDER else event
@@ -219,7 +228,7 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
 
     def markup_open(self, name: str, ident: str | None) -> None:
         call = NativeCall(None, ident, from_markup=True, name=name)
-        self._calls.append(call)
+        self._calls.records.append(call)
         self._markup = call
         self.call_input(call, self._opening_input(call, ""))
 
@@ -229,7 +238,7 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
             return
         if call.streams:  # the table's answer kept on the call: the hot path
             self._keep(call, text)
-            self._put_args(call, text, None, None)
+            self.put_args(call, text, None, None)
         else:
             self.call_input(call, ARGS, text)
 
@@ -260,11 +269,11 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
         go out behind its opening; a dropped call's go nowhere."""
         state = call.state
         if state is OPEN and event in _QUIET_WHEN_OPEN:
-            if event is END and repeats_before(self._calls, call):
+            if event is END and repeats_before(self._calls.records, call):
                 self.repair(Repair.CALL_DUPLICATED)  # counted; only a suspect is dropped
             return
         held = state in HELD
-        if state is SUSPECT and event in ARGS_END and repeats_before(self._calls, call):
+        if state is SUSPECT and event in ARGS_END and repeats_before(self._calls.records, call):
             self.repair(Repair.CALL_DUPLICATED)
             event = CallInput.DUPLICATE  # dropped (dedupe_calls)
         if ev is not None and call.state is not OPEN:
@@ -273,14 +282,11 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
             ev = None
         # ``complete=False``: an END never makes up "{}" for a call without arguments; such a
         # call is ``incomplete``, as the item's own status says (native_calls.call_done)
-        self._input(call, event, text, None, complete=False, extras=ev)
+        self._calls.input(call, event, text, None, complete=False, extras=ev)
         if held and call.state is DROPPED and call.up is not None:
             self.release()  # what waited behind the repeat goes on
 
-    def _record(self, repair: Repair) -> None:
-        self.repair(repair)
-
-    def _identify(self, call: NativeCall) -> None:
+    def _make_ids(self, call: NativeCall) -> None:
         """The item's id and the call_id, made where missing (in that order, as the ids are
         drawn), before the driver settles the call's identity on them."""
         added = call.added
@@ -294,9 +300,8 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
                 added.changed()
         if call.upstream_id is None:  # counted where the added came without one (call_added)
             call.upstream_id = "call_" + self.new_id()
-        CallDriver._identify(self, call)
 
-    def _put_opening(self, call: NativeCall, args: str, out: None) -> None:
+    def put_opening(self, call: NativeCall, args: str, out: None) -> None:
         if call.added is None:  # out of markup: an item of the proxy's
             assert call.id is not None
             assert call.name is not None
@@ -304,7 +309,7 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
             item.call_id, item.name, item.call = call.id, call.name, call
             item.synthetic = FunctionCallItem(item.id, item.index, call.id, call.name, None)
             call.out = item
-            self._put_args(call, args, None, None)
+            self.put_args(call, args, None, None)
             return
         # The upstream's added, its arguments moved into a delta after it by show() (that is
         # ``args`` for OPEN_WHOLE), then the call's held events: any held text is in them.
@@ -324,12 +329,12 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
                 call.out.args_done = True
             self.emit(held)
 
-    def _put_held_args(self, call: NativeCall, text: str, out: None) -> None:
+    def put_held_args(self, call: NativeCall, text: str, out: None) -> None:
         if call.added is None:
-            self._put_args(call, text, None, None)
+            self.put_args(call, text, None, None)
         # an upstream call's held text went out in its held events, behind the opening
 
-    def _put_args(self, call: NativeCall, text: str, out: None, extras: Ev | None) -> None:
+    def put_args(self, call: NativeCall, text: str, out: None, extras: Ev | None) -> None:
         item = call.out
         assert item is not None
         if item.synthetic is not None:
@@ -345,16 +350,16 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
                 {"type": DELTA, "item_id": item.id, "output_index": item.index, "delta": text}
             )
 
-    def _hold_opening(self, call: NativeCall, args: str) -> None:
+    def hold_opening(self, call: NativeCall, args: str) -> None:
         raise NormalizerError("a Responses call has no placeholder to hold (NAMED_WHOLE)")
 
-    def _release_opening(self, call: NativeCall, out: None, *, without_args: bool) -> None:
+    def release_opening(self, call: NativeCall, out: None, *, without_args: bool) -> None:
         raise NormalizerError("a Responses call has no placeholder to release")
 
-    def _add_extras(self, call: NativeCall, extras: Ev) -> None:
+    def add_extras(self, call: NativeCall, extras: Ev) -> None:
         raise NormalizerError("a held Responses call keeps its events on the call (call_input)")
 
-    def _holding(self, call: NativeCall, out: None) -> None:
+    def holding(self, call: NativeCall, out: None) -> None:
         if call.up is not None and self._blocking is not call:
             self._blocking = call
             if call.added is not None:  # its opening is held with it
@@ -366,7 +371,7 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
             if call.added is not None:
                 self.held_bytes -= call.added.size
 
-    def _settled(self, call: NativeCall) -> None:
+    def settled(self, call: NativeCall) -> None:
         self._unblock(call)
         if call.state is DROPPED:
             self.let_go(call.queue)

@@ -21,7 +21,7 @@ A call's input ends once (``CallRecord.whole``); Messages sends a call that got 
 text as it came, the client rebuilding its ``{}``, which is why a clean end is COMPLETE and
 never END (the driver would add a ``{}`` fragment). What goes out is the upstream's own events
 where there are any (their bytes kept, an index changed where the client's numbering differs),
-the proxy's for a markup call. The index is the driver's (``_identify``, one counter with the
+the proxy's for a markup call. The index is the driver's (``Calls``, one counter with the
 client's other blocks, native_client.py); so is the id of a tool_use block the upstream sent
 without one (``toolu_`` and a fresh id, ``id-missing``).
 
@@ -47,7 +47,7 @@ from proxy.core.repairs import Repair
 from proxy.core.sse import Event
 
 # Answers of the table asked once, for what each call or fragment would otherwise look up
-# (calls/driver.py ``_input`` then does nothing else: ``_holding`` does nothing here):
+# (calls/driver.py ``Calls.input`` then does nothing else: ``holding`` does nothing here):
 #: the states in which ARGS keeps the state and collects the text (a suspect's)
 _COLLECTS: Final = tuple(
     state for state in S1_STATES if transition(S1, state, CallInput.ARGS) == (state, Action.COLLECT)
@@ -76,8 +76,9 @@ class CallBlocks(ClientSide):
     # -- the upstream's events, as the table's inputs --------------------------------------
 
     def _name_call(self, call: ToolCall) -> None:
-        self._calls.append(call)
-        suspect = bool(self._repeats.rivals(self._calls, call))
+        calls = self._calls
+        calls.records.append(call)
+        suspect = bool(calls.repeats.rivals(calls.records, call))
         self._input(call, naming_input(suspect), "", None)
 
     def _call_delta(
@@ -108,7 +109,7 @@ class CallBlocks(ClientSide):
         those themselves, the cost of a fragment): a suspect's are collected (the table's
         answer, asked once), and the table is asked for any other."""
         if call.state in _COLLECTS:
-            self._collect(call, CallInput.ARGS, text, extras)
+            self._calls.collect(call, CallInput.ARGS, text, extras)
         else:
             self._input(call, CallInput.ARGS, text, None, extras=extras)
 
@@ -116,7 +117,7 @@ class CallBlocks(ClientSide):
         if call.whole:
             return
         call.whole = True
-        repeat = repeats_before(self._calls, call)
+        repeat = repeats_before(self._calls.records, call)
         if repeat:
             self._note(Repair.CALL_DUPLICATED)
         event = end_input(repeat=repeat, cut=cut)
@@ -125,7 +126,7 @@ class CallBlocks(ClientSide):
 
     # -- what the driver sends, as Messages events -----------------------------------------
 
-    def _put_opening(self, call: ToolCall, args: str, out: None) -> None:
+    def put_opening(self, call: ToolCall, args: str, out: None) -> None:
         assert call.index is not None
         self._stop_wire()
         self._wire, self._wire_index = "tool_use", call.index
@@ -139,36 +140,36 @@ class CallBlocks(ClientSide):
                 changed = True
             self._write_at(call.index, event, payload, changed)
         if args:  # a whole call in its opening: not from Messages' inputs, which carry none
-            self._put_held_args(call, args, out)
+            self.put_held_args(call, args, out)
         elif call.held and not call.args_len:
             self._write_held(call)  # fragments without text, which _put_held_args never gets
 
-    def _put_held_args(self, call: ToolCall, text: str, out: None) -> None:
+    def put_held_args(self, call: ToolCall, text: str, out: None) -> None:
         if call.held:  # the upstream's fragments, which carry the text
             self._write_held(call)
         else:  # a markup call's: the proxy writes them
             self._emit_input(call, text)
 
-    def _put_args(self, call: ToolCall, text: str, out: None, extras: Item | None) -> None:
+    def put_args(self, call: ToolCall, text: str, out: None, extras: Item | None) -> None:
         assert call.index is not None
         if extras is None:
             self._emit_input(call, text)
         else:
             self._write_at(call.index, *extras)
 
-    def _hold_opening(self, call: ToolCall, args: str) -> None:
+    def hold_opening(self, call: ToolCall, args: str) -> None:
         """Never asked: no Messages input names a call with a ``{}`` placeholder; the opening
         would be the start kept on the call anyway."""
 
-    def _release_opening(self, call: ToolCall, out: None, *, without_args: bool) -> None:
-        self._put_opening(call, "", out)
+    def release_opening(self, call: ToolCall, out: None, *, without_args: bool) -> None:
+        self.put_opening(call, "", out)
 
-    def _add_extras(self, call: ToolCall, extras: Item) -> None:
+    def add_extras(self, call: ToolCall, extras: Item) -> None:
         call.held.append(extras)
         call.held_at.append(self._current)
         self.held_bytes += len(extras[0].raw)
 
-    def _holding(self, call: ToolCall, out: None) -> None:
+    def holding(self, call: ToolCall, out: None) -> None:
         """Nothing waits behind a held call here: a later block waits for the tool block's
         input to end (native.py's ``_pending``), and that end settles the call first. Its
         start is held with it."""
@@ -176,7 +177,7 @@ class CallBlocks(ClientSide):
             call.start_held = True
             self.held_bytes += len(call.start[0].raw)
 
-    def _settled(self, call: ToolCall) -> None:
+    def settled(self, call: ToolCall) -> None:
         if call.start is not None and call.start_held:
             call.start_held = False
             self.held_bytes -= len(call.start[0].raw)

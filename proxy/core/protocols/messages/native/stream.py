@@ -69,7 +69,7 @@ class NativeMessages(TextMarkup):
         *,
         options: UpstreamOptions,
     ) -> None:
-        ClientSide.__init__(self, new_id, dedupe=options.dedupe_calls)
+        ClientSide.__init__(self, new_id, dedupe=options.dedupe_calls, writer=self)
         self._new_id = new_id
         self._options = options
         self._decoder = SSEDecoder(max_event_bytes=options.max_event_bytes)
@@ -245,16 +245,16 @@ class NativeMessages(TextMarkup):
 
     def _fix_delta(self, payload: JSONObject) -> bool:
         repairs = native_fields.message_delta(
-            payload, tool_blocks=self._sent_calls, bad_input=self._bad_input
+            payload, tool_blocks=self._calls.sent, bad_input=self._bad_input
         )
         return self._note_all(repairs)
 
     def _message_delta(self) -> JSONObject:
         payload: JSONObject = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}
         native_fields.message_delta(
-            payload, tool_blocks=self._sent_calls, bad_input=self._bad_input
+            payload, tool_blocks=self._calls.sent, bad_input=self._bad_input
         )
-        if payload["delta"]["stop_reason"] == "end_turn" and self._sent_calls:
+        if payload["delta"]["stop_reason"] == "end_turn" and self._calls.sent:
             payload["delta"]["stop_reason"] = "tool_use"
         payload["delta"]["stop_sequence"] = None
         return payload
@@ -275,7 +275,7 @@ class NativeMessages(TextMarkup):
         self._ensure_started()
         changed = self._note_all(native_fields.block_start(block))
         kind = str(block.get("type"))
-        current = Block(upstream, self._next_index, kind)
+        current = Block(upstream, self._calls.next_index, kind)
         self._blocks[upstream] = current
         self._active = current
         if kind == "tool_use":  # a call: the driver opens it, or holds it (native_calls.py)
