@@ -40,8 +40,8 @@ from typing import Final
 
 from proxy.core.calls.state import S1, S1_STATES, Action, CallInput, CallState, transition
 from proxy.core.jsonvalues import JSONObject
+from proxy.core.protocols.messages.native.client import ClientSide
 from proxy.core.protocols.messages.native.model import Block, Item, ToolCall
-from proxy.core.protocols.messages.native_client import ClientSide
 from proxy.core.protocols.native_repeats import repeats_before
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event

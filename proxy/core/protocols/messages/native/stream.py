@@ -49,9 +49,9 @@ from proxy.core.markup import build_extractor, check_names
 from proxy.core.markup.fail_open import fail_open
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.messages.native import fields as native_fields
+from proxy.core.protocols.messages.native.client import ClientSide
 from proxy.core.protocols.messages.native.model import Block, ToolCall, extracts, input_parses
 from proxy.core.protocols.messages.native.text import TextMarkup
-from proxy.core.protocols.messages.native_client import ClientSide
 from proxy.core.protocols.messages.request import convert_tools
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event, RawBytes, SSEDecoder

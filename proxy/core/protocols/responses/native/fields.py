@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from proxy.core.jsonvalues import INVALID, JSONObject, loads
+from proxy.core.protocols.responses.native.calls import END
 from proxy.core.protocols.responses.native.model import Ev, Out
-from proxy.core.protocols.responses.native_driver import END
 from proxy.core.repairs import Repair
 
 if TYPE_CHECKING:

@@ -18,9 +18,9 @@ from proxy.core.markup import build_extractor
 from proxy.core.markup.fail_open import fail_open
 from proxy.core.protocols.responses.native import fields as call_fields
 from proxy.core.protocols.responses.native import text as message_text
+from proxy.core.protocols.responses.native.calls import DELTA, NativeCalls
 from proxy.core.protocols.responses.native.model import Ev, Out, Up, message_part
 from proxy.core.protocols.responses.native.request import NativeRequest
-from proxy.core.protocols.responses.native_driver import DELTA, NativeCalls
 from proxy.core.repairs import Repair
 
 _ID_PREFIX: Final = {"message": "msg_", "function_call": "fc_", "reasoning": "rs_"}
