@@ -98,7 +98,7 @@ class Up:
 
 @dataclass(eq=False, slots=True)
 class NativeCall(CallRecord):
-    """A function call through the call driver (native_driver.py), with the Responses events
+    """A function call through the calls (calls.py), with the Responses events
     that make it up: the upstream's ``output_item.added`` (None for a call out of markup),
     the events of it that came while it was held (they go out behind its opening, as they
     came), and the item it became."""

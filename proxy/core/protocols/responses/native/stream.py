@@ -25,7 +25,7 @@ Rules this module keeps:
   response become ``incomplete``); markup in ``output_text.delta`` (message_text.py); the
   same call twice in a row, counted, and under ``dedupe_calls`` held until its arguments end
   and dropped. Every function call goes through the shared call state table
-  (native_driver.py, proxy/core/calls).
+  (calls.py, proxy/core/calls).
   Non-standard event names and the ``parallel`` wrapper pass through, counted. A second
   ``response.created``, and every event after the terminal one, are dropped, counted: the
   client sees one response, over at its terminal event.
@@ -47,11 +47,9 @@ from typing import Final
 from proxy.core.calls.state import SUSPECT
 from proxy.core.jsonvalues import JSONObject, loads
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.responses.native import text as message_text
 from proxy.core.protocols.responses.native.model import Ev
 from proxy.core.protocols.responses.native.request import NativeRequest
 from proxy.core.protocols.responses.native.structure import ItemFlow
-from proxy.core.protocols.responses.wire import frame
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event, RawBytes, SSEDecoder
 
@@ -103,15 +101,19 @@ class NativeStream(ItemFlow):
         *,
         options: UpstreamOptions,
     ) -> None:
-        self._new_id = new_id
         self._options = options
         self._decoder = SSEDecoder(max_event_bytes=options.max_event_bytes)
         self._raw = False  # gave up rewriting: every byte goes out as it came
-        self._seq = 0
         self._arrived = 0  # upstream events so far
-        self._out: list[bytes] = []
         dialects = options.dialects if request.extracts else ()
-        ItemFlow.__init__(self, request, dialects, dedupe=options.dedupe_calls)
+        ItemFlow.__init__(
+            self,
+            request,
+            dialects,
+            new_id=new_id,
+            dispatch=self.dispatch,
+            dedupe=options.dedupe_calls,
+        )
         self._response_id: str | None = None
         self._started = False
         self._in_progress = False
@@ -130,15 +132,15 @@ class NativeStream(ItemFlow):
             self._take(item)
         if self._raw:
             return self._flush()
-        held = self._blocking
+        held = self.calls.blocking
         if held is not None and (complete or held.state is SUSPECT):
-            self.call_ended(held, None)  # a suspect cut short goes out as it came
+            self.calls.call_ended(held, None)  # a suspect cut short goes out as it came
         elif held is not None:
-            self.call_cut(held)
+            self.calls.call_cut(held)
         if self._extracting is not None:
-            message_text.end_extraction(self, self._extracting)
+            self.text.end_extraction(self._extracting)
             # a message cut before its first text: its opening, held until text shows
-            message_text.show_unshown(self, self._extracting)
+            self.text.show_unshown(self._extracting)
         for ev in self.waited():
             self.emit(ev)
         return self._flush()
@@ -177,14 +179,14 @@ class NativeStream(ItemFlow):
         """What the stream holds, or keeps to repeat, outgrew its limit (before its end)."""
         if self._over:
             return False
-        tally, options = self._tally, self._options
+        tally, options = self.calls.tally, self._options
         held = self.held_bytes + tally.held
         text = self._extracting
         if text is not None and text.extractor is not None:
             held += text.extractor.extractor.held
         return (
             held > options.max_held_bytes
-            or tally.kept + self.kept_text > options.max_response_body_bytes
+            or tally.kept + self.text.kept > options.max_response_body_bytes
         )
 
     def _give_up(self, *, counted: bool) -> None:
@@ -193,25 +195,9 @@ class NativeStream(ItemFlow):
         if counted:
             self.repair(Repair.CAP_REACHED)
         if self._extracting is not None:
-            message_text.end_extraction(self, self._extracting)
+            self.text.end_extraction(self._extracting)
         self._out += [ev.came for ev in self.held_events() if ev.came is not None]
         self._raw = True
-
-    def emit(self, ev: Ev) -> None:
-        """Send one event, numbered in place."""
-        ev.set("sequence_number", self._seq)
-        self._seq += 1
-        self._out.append(ev.raw if ev.raw is not None else frame(ev.payload))
-
-    def insert(self, payload: JSONObject) -> None:
-        self.emit(Ev(payload, None))
-
-    def repair(self, kind: str) -> None:
-        """Count a repair, each time it is made (the rule of every stream: docs/repairs.md)."""
-        self.repairs[kind] += 1
-
-    def new_id(self) -> str:
-        return self._new_id()
 
     # -- routing events ----------------------------------------------------------------------
 
@@ -289,15 +275,15 @@ class NativeStream(ItemFlow):
     # -- the end -----------------------------------------------------------------------------
 
     def _terminal(self, ev: Ev) -> None:
-        if self._blocking is not None:
-            self.call_ended(self._blocking, None)
+        if self.calls.blocking is not None:
+            self.calls.call_ended(self.calls.blocking, None)
         if self._extracting is not None:
-            message_text.end_extraction(self, self._extracting)
+            self.text.end_extraction(self._extracting)
         # one item ended (or a held call's end) and one item's events read a turn: the items
         # left open are ended in order, each event read once
-        while self._open_item is not None or self._waiting or self._blocking is not None:
-            if self._blocking is not None:
-                self.call_ended(self._blocking, None)
+        while self._open_item is not None or self._waiting or self.calls.blocking is not None:
+            if self.calls.blocking is not None:
+                self.calls.call_ended(self.calls.blocking, None)
             elif self._open_item is not None:
                 self.close_early(self._open_item)
             self.release()
@@ -323,8 +309,8 @@ class NativeStream(ItemFlow):
         """``output`` must be every item streamed, as its output_item.done showed it."""
         ours = [out.done for out in self._items if out.done is not None]
         theirs = response.get("output")
-        if isinstance(theirs, list) and self.dropped:  # the repeats dropped are no output
-            kept = [item for item in theirs if not _dropped(item, self.dropped)]
+        if isinstance(theirs, list) and self.calls.dropped:  # the repeats dropped are no output
+            kept = [item for item in theirs if not _dropped(item, self.calls.dropped)]
             if len(kept) != len(theirs):
                 response["output"] = theirs = kept
                 ev.changed()

@@ -1,15 +1,16 @@
 """The items of a native stream: which upstream item an event belongs to, the order they go
-out in, and their fields (the rules are in native.py's docstring; a function call's state is
-the call driver's, native_driver.py, its own fields call_fields.py's, markup in a message's
-text message_text.py's).
+out in, what is held, and their fields (the rules are in stream.py's docstring).
 
-``ItemFlow`` is the item half of :class:`proxy.core.protocols.responses.native.NativeStream`;
-the stream half numbers, frames and sends what this half decides.
+``ItemFlow`` is the item half of :class:`~proxy.core.protocols.responses.native.stream.
+NativeStream`, which routes each event; it holds the parts that each do one job: the calls
+(calls.py, a function call's state and its events), the message text (text.py, part fields
+and markup), and numbers and frames what they send.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Final
 
 from proxy.core.calls.state import DROPPED, OPEN
@@ -17,23 +18,44 @@ from proxy.core.jsonvalues import INVALID, JSONObject
 from proxy.core.markup import build_extractor
 from proxy.core.markup.fail_open import fail_open
 from proxy.core.protocols.responses.native import fields as call_fields
-from proxy.core.protocols.responses.native import text as message_text
 from proxy.core.protocols.responses.native.calls import DELTA, NativeCalls
 from proxy.core.protocols.responses.native.model import Ev, Out, Up, message_part
 from proxy.core.protocols.responses.native.request import NativeRequest
+from proxy.core.protocols.responses.native.text import MessageText
+from proxy.core.protocols.responses.wire import frame
 from proxy.core.repairs import Repair
 
 _ID_PREFIX: Final = {"message": "msg_", "function_call": "fc_", "reasoning": "rs_"}
 
 
-class ItemFlow(NativeCalls):
+class ItemFlow:
+    """The items of one native stream, and where its events go out (numbered in place).
+    ``dispatch`` routes one event (the stream's): the events of an item that waited are
+    routed again when it may go (``release``)."""
+
     def __init__(
-        self, request: NativeRequest, dialects: tuple[str, ...], *, dedupe: bool = False
+        self,
+        request: NativeRequest,
+        dialects: tuple[str, ...],
+        *,
+        new_id: Callable[[], str],
+        dispatch: Callable[[Ev], None],
+        dedupe: bool = False,
     ) -> None:
         self._request = request
+        self._new_id = new_id
+        self._dispatch = dispatch
+        self._seq = 0
+        self._out: list[bytes] = []
         self.dialects = dialects
         self.repairs: Counter[str] = Counter()
-        NativeCalls.__init__(self, request.fallback_name, self.repairs, dedupe=dedupe)
+        #: the upstream's bytes held back, as they came: events waiting behind an item or a
+        #: held call, a held call's own, a message's opening deferred until its text shows
+        self.held_bytes = 0
+        self.cut = False  # a call ended with unparsable arguments
+        self.calls = NativeCalls(self, request.fallback_name, self.repairs, dedupe=dedupe)
+        self._keep = self.calls.keep  # bound once: asked on every fragment of a call
+        self.text = MessageText(self)
         self._items: list[Out] = []
         self._by_id: dict[str, Up] = {}
         self._by_index: dict[int, Up] = {}
@@ -42,13 +64,39 @@ class ItemFlow(NativeCalls):
         # the items that must wait for the open one, in the order they began, each with its
         # events: one that may go next goes alone, its events read once (``release``)
         self._waiting: dict[Up, list[Ev]] = {}
-        self.kept_text = 0  # characters of message text kept (to end a part the proxy ends)
         self._extracting: Up | None = None  # the message whose text goes through markup
-        self.cut = False  # a call ended with unparsable arguments
 
-    # what the stream half provides
-    def dispatch(self, ev: Ev) -> None:
-        raise NotImplementedError
+    # -- what goes out ---------------------------------------------------------------------------
+
+    def emit(self, ev: Ev) -> None:
+        """Send one event, numbered in place."""
+        ev.set("sequence_number", self._seq)
+        self._seq += 1
+        self._out.append(ev.raw if ev.raw is not None else frame(ev.payload))
+
+    def insert(self, payload: JSONObject) -> None:
+        self.emit(Ev(payload, None))
+
+    def repair(self, kind: str) -> None:
+        """Count a repair, each time it is made (the rule of every stream: docs/repairs.md)."""
+        self.repairs[kind] += 1
+
+    def new_id(self) -> str:
+        return self._new_id()
+
+    # -- what is held ----------------------------------------------------------------------------
+
+    def hold(self, queue: list[Ev], ev: Ev) -> None:
+        """``ev`` is held in ``queue`` (counted toward max_held_bytes)."""
+        queue.append(ev)
+        self.held_bytes += ev.size
+
+    def let_go(self, queue: list[Ev]) -> list[Ev]:
+        """The events of ``queue`` are held no more (the caller empties it)."""
+        self.held_bytes -= sum(ev.size for ev in queue)
+        return queue
+
+    # -- the items -------------------------------------------------------------------------------
 
     def new_item(self, kind: str, ident: str) -> Out:
         """An item the proxy adds (out of markup), open from now on."""
@@ -89,7 +137,7 @@ class ItemFlow(NativeCalls):
         if self._must_wait(ev):
             return
         if up.type == "function_call":
-            self.call_added(up, ev, item)  # shown when the table opens it
+            self.calls.call_added(up, ev, item)  # shown when the table opens it
             return
         if up.type == "message" and self.dialects:
             up.extractor = fail_open(build_extractor(self.dialects, self._request.chat_tools))
@@ -106,11 +154,11 @@ class ItemFlow(NativeCalls):
         True when ``ev`` was held."""
         text = self._extracting
         if text is not None and text is not ev.up and text.extractor is not None:
-            message_text.end_extraction(self, text)
+            self.text.end_extraction(text)
         open_item = self._open_item
-        if open_item is not None and self._blocking is None and _call_ended(open_item):
+        if open_item is not None and self.calls.blocking is None and _call_ended(open_item):
             self.close_early(open_item)
-        if self._blocking is None and self._open_item is None:
+        if self.calls.blocking is None and self._open_item is None:
             return False
         self.repair(Repair.ITEMS_INTERLEAVED)
         assert ev.up is not None
@@ -137,13 +185,17 @@ class ItemFlow(NativeCalls):
         if ev.get("output_index") is None:
             self.repair(Repair.OUTPUT_INDEX_MISSING)
         ev.set("output_index", out.index)
-        moved = call_fields.added(self, ev, item, out) if up.type == "function_call" else ""
+        moved = ""
+        if up.type == "function_call":
+            moved, repairs = call_fields.shown(ev, item, out)
+            for kind in repairs:
+                self.repair(kind)
         self._items.append(out)
         self._open_item = out
         up.target = out
         self.emit(ev)
         if moved:
-            call_fields.arguments_delta(self, out, moved)
+            self.insert(call_fields.arguments_delta(out, moved))
         return out
 
     def _item_event(self, ev: Ev) -> None:
@@ -155,13 +207,13 @@ class ItemFlow(NativeCalls):
                 return
         call = up.call
         if call is not None and call.state is not OPEN:
-            self.call_event(call, ev, ev.type)  # held behind its opening, or dropped
+            self.calls.call_event(call, ev, ev.type)  # held behind its opening, or dropped
             return
-        if self._blocking is not None:
+        if self.calls.blocking is not None:
             self.wait(up, ev)
             return
         if up.extractor is not None or up.rewritten:
-            message_text.text_event(self, up, ev)
+            self.text.text_event(up, ev)
             return
         out = up.target
         if up.closed_early:
@@ -181,10 +233,10 @@ class ItemFlow(NativeCalls):
                 self._keep(call, str(ev.payload.get("delta") or ""))
                 self.emit(ev)
             else:
-                self.call_event(call, ev, kind)
+                self.calls.call_event(call, ev, kind)
             return
         if kind.startswith(("response.content_part.", "response.output_text.")):
-            message_text.part_fields(self, ev, out)
+            self.text.part_fields(ev, out)
         self.emit(ev)
 
     def fix_item_fields(self, ev: Ev, out: Out, *, count: bool = True) -> None:
@@ -229,16 +281,16 @@ class ItemFlow(NativeCalls):
             self.emit(ev)
             return
         call = up.call
-        if self._blocking is not None and call is not self._blocking:
+        if self.calls.blocking is not None and call is not self.calls.blocking:
             self.wait(up, ev)
             return
         if call is not None and call.state is not OPEN:
-            self.call_ended(call, ev.get("item"))
+            self.calls.call_ended(call, ev.get("item"))
             if call.state is DROPPED:
                 up.done = True
                 return
         if up.extractor is not None or up.rewritten or (up.target is None and up.deferred):
-            message_text.text_done(self, up, ev)
+            self.text.text_done(up, ev)
             return
         out = up.target
         if up.closed_early or (out is None and up.done):
@@ -253,9 +305,9 @@ class ItemFlow(NativeCalls):
         item = ev.payload["item"]
         self.fix_item_fields_done(ev, item, out)
         if out.type == "function_call":
-            call_fields.call_done(self, ev, item, out)
+            self.calls.item_done(ev, item, out)
         elif out.type == "message" and out.part_open:
-            message_text.close_part(self, out)
+            self.text.close_part(out)
         self.finish(out, item)
         self.emit(ev)
         self.release()
@@ -278,10 +330,10 @@ class ItemFlow(NativeCalls):
         """The open item is done: the item that waited longest goes on with its events, in
         order, then the next, as long as none is open (the others' events are not read)."""
         waiting = self._waiting
-        while waiting and self._open_item is None and self._blocking is None:
+        while waiting and self._open_item is None and self.calls.blocking is None:
             up = next(iter(waiting))
             for ev in self.let_go(waiting.pop(up)):
-                self.dispatch(ev)
+                self._dispatch(ev)
 
     def waited(self) -> list[Ev]:
         """Every event waiting, in the order they came (the queues emptied)."""
@@ -294,9 +346,9 @@ class ItemFlow(NativeCalls):
         """Every upstream event held anywhere, in the order they came, the holding let go of
         (the stream gives up rewriting: they go out as they came)."""
         events = self.waited()
-        call = self._blocking
+        call = self.calls.blocking
         if call is not None:
-            self._unblock(call)
+            self.calls.unblock(call)
             events += [] if call.added is None else [call.added]
             events += self.let_go(call.queue)
             call.queue = []
@@ -315,7 +367,7 @@ class ItemFlow(NativeCalls):
             out.up.closed_early = True
         if out.type == "message":
             if out.part_open:
-                message_text.close_part(self, out)
+                self.text.close_part(out)
             item = {
                 "id": out.id,
                 "type": "message",
@@ -324,7 +376,7 @@ class ItemFlow(NativeCalls):
                 "content": [message_part(t) for t in out.texts],
             }
         elif out.type == "function_call":
-            item = call_fields.ended_early(self, out)
+            item = self.calls.ended_early(out)
         else:
             item = {"id": out.id, "type": out.type}
         self.finish(out, item)
