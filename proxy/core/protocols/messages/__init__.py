@@ -1,8 +1,8 @@
 """The Anthropic Messages API (``POST /v1/messages``) as a client protocol.
 
 translate: request.py maps the request to Chat Completions, encode.py writes the neutral
-events of the repaired chat stream as Messages events. native: native.py repairs a server's
-own Messages stream in place (native_completion.py its non-streamed Message). errors.py is the
+events of the repaired chat stream as Messages events. native: native/stream.py repairs a
+server's own Messages stream in place (native/whole.py its non-streamed Message). errors.py is the
 error shape, count.py the ``count_tokens`` answer.
 """
 
