@@ -25,7 +25,7 @@ from proxy.core.events import (
     TextDelta,
     Usage,
 )
-from proxy.core.protocols.responses.native.model import Ev, NativeCall
+from proxy.core.protocols.responses.native.model import NativeCall, WireEvent
 from proxy.core.protocols.responses.native.request import NativeRequest
 from proxy.core.protocols.responses.native.stream import NativeStream
 from proxy.core.repairs import Repair
@@ -54,7 +54,7 @@ def record(
     calls = native.calls
     take = calls.call_input
 
-    def call_input(call: Any, event: Any, text: str = "", ev: Ev | None = None) -> None:
+    def call_input(call: Any, event: Any, text: str = "", ev: WireEvent | None = None) -> None:
         take(call, event, text, ev)
         inputs.append((event.name, text, call.state.name))
 

@@ -31,7 +31,7 @@ without a lookup, as chat's hot paths do; a suspect's is collected and an open c
 changes nothing by answers asked of the table once (``_COLLECTS``, ``_DONE``): a test turns
 them around and sees every fragment and end look the pair up.
 
-The repeat rule is proxy/core/protocols/native_repeats.py's, shared with the native Responses
+The repeat rule is proxy/core/protocols/native_calls.py's, shared with the native Responses
 repairer (a call compared with the call right before it that was not dropped).
 """
 
@@ -45,8 +45,8 @@ from proxy.core.calls.driver import Calls
 from proxy.core.calls.state import S1, S1_STATES, Action, CallInput, CallState, transition
 from proxy.core.ids import IdPool
 from proxy.core.jsonvalues import JSONObject
-from proxy.core.protocols.messages.native.model import Block, Item, Tally, ToolCall
-from proxy.core.protocols.native_repeats import PreviousCall, repeats_before
+from proxy.core.protocols.messages.native.model import Item, ToolCall, UpstreamBlock
+from proxy.core.protocols.native_calls import NativeTally, PreviousCall, repeats_before
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event
 
@@ -99,7 +99,7 @@ class ToolCalls:
     ) -> None:
         self._client = client
         self._write_at, self._emit, self._note = client.write_at, client.emit, client.note
-        self.tally = Tally(IdPool(lambda: "toolu_" + new_id()), repairs)
+        self.tally = NativeTally(IdPool(lambda: "toolu_" + new_id()), repairs)
         self.calls: Calls[ToolCall, None, Item] = Calls(
             self.tally,
             self,
@@ -120,7 +120,7 @@ class ToolCalls:
 
     def call_delta(
         self,
-        block: Block,
+        block: UpstreamBlock,
         call: ToolCall,
         event: Event,
         payload: JSONObject,
@@ -166,11 +166,11 @@ class ToolCalls:
     def put_opening(self, call: ToolCall, args: str, out: None) -> None:
         assert call.index is not None
         self._client.start_tool(call.index)
-        if call.start is None:
+        if call.opening is None:
             block: JSONObject = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
             self._emit({"type": "content_block_start", "index": call.index, "content_block": block})
         else:
-            event, payload, changed = call.start
+            event, payload, changed = call.opening
             if call.upstream_id is None:  # the driver gave it one
                 payload["content_block"]["id"] = call.id
                 changed = True
@@ -209,14 +209,14 @@ class ToolCalls:
         """Nothing waits behind a held call here: a later block waits for the tool block's
         input to end (stream.py's ``_pending``), and that end settles the call first. Its
         start is held with it."""
-        if call.start is not None and not call.start_held:
-            call.start_held = True
-            self._client.held_bytes += len(call.start[0].raw)
+        if call.opening is not None and not call.opening_held:
+            call.opening_held = True
+            self._client.held_bytes += len(call.opening[0].raw)
 
     def settled(self, call: ToolCall) -> None:
-        if call.start is not None and call.start_held:
-            call.start_held = False
-            self._client.held_bytes -= len(call.start[0].raw)
+        if call.opening is not None and call.opening_held:
+            call.opening_held = False
+            self._client.held_bytes -= len(call.opening[0].raw)
         if call.state is CallState.DROPPED:
             self._held_items(call)  # nothing of a dropped call goes out
 
@@ -230,10 +230,10 @@ class ToolCalls:
         """What ``call`` holds of the upstream's, with the places it came in, as it came (the
         stream gives up rewriting)."""
         held = list(zip(call.held_at, (item[0].raw for item in call.held), strict=True))
-        if call.start is not None and call.start_held:
-            held.append((call.start_at, call.start[0].raw))
-            call.start_held = False
-            self._client.held_bytes -= len(call.start[0].raw)
+        if call.opening is not None and call.opening_held:
+            held.append((call.opening_at, call.opening[0].raw))
+            call.opening_held = False
+            self._client.held_bytes -= len(call.opening[0].raw)
         self._held_items(call)
         return held
 

@@ -19,7 +19,7 @@ import orjson
 
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.messages.native.calls import ToolCalls
-from proxy.core.protocols.messages.native.model import Block
+from proxy.core.protocols.messages.native.model import UpstreamBlock
 from proxy.core.protocols.messages.wire import encode
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event, encode_event
@@ -46,7 +46,9 @@ class ClientSide:
 
     # -- blocks
 
-    def start_wire(self, block: Block, event: Event, payload: JSONObject, changed: bool) -> None:
+    def start_wire(
+        self, block: UpstreamBlock, event: Event, payload: JSONObject, changed: bool
+    ) -> None:
         """An upstream text or thinking block starts: the next client block."""
         calls = self.calls.calls
         self.wire, self._wire_index = block.type, calls.next_index
@@ -69,7 +71,7 @@ class ClientSide:
         return index
 
     def write_block_event(
-        self, block: Block, event: Event, payload: JSONObject, changed: bool
+        self, block: UpstreamBlock, event: Event, payload: JSONObject, changed: bool
     ) -> None:
         self.write_at(block.index, event, payload, changed)
 

@@ -19,7 +19,7 @@ proxy/core/repairs.py; docs/quirks.md M1-M4 and "llama.cpp's own endpoints"):
 * tool-call markup in a ``text_delta`` (every configured dialect): the text block is cut there
   and the call goes out as a ``tool_use`` block;
 * the same call twice in a row (same name, JSON-equal input): counted; under ``dedupe_calls``
-  the second is held until its input ends and then dropped (proxy/core/protocols/native_repeats.py);
+  the second is held until its input ends and then dropped (proxy/core/protocols/native_calls.py);
 * a tool_use block without an id: ``toolu_`` and a fresh one.
 
 Failing open, as chat does: a stream that would hold more than ``max_held_bytes`` (events
@@ -51,7 +51,12 @@ from proxy.core.markup.fail_open import fail_open
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.messages.native import fields as native_fields
 from proxy.core.protocols.messages.native.client import ClientSide
-from proxy.core.protocols.messages.native.model import Block, ToolCall, extracts, input_parses
+from proxy.core.protocols.messages.native.model import (
+    ToolCall,
+    UpstreamBlock,
+    extracts,
+    input_parses,
+)
 from proxy.core.protocols.messages.native.text import BlockText
 from proxy.core.protocols.messages.request import convert_tools
 from proxy.core.repairs import Repair
@@ -82,8 +87,8 @@ class NativeMessages(ClientSide):
         self.dialects = check_names(options.dialects) if extracts(self._request) else ()
         self._tools = convert_tools(self._request.get("tools")) if self.dialects else []
         self._pending: deque[_Pending] = deque()  # events held behind a growing tool block
-        self._blocks: dict[int, Block] = {}  # the current generation's, by upstream index
-        self._active: Block | None = None  # the upstream block being streamed
+        self._blocks: dict[int, UpstreamBlock] = {}  # the current generation's, by upstream index
+        self._active: UpstreamBlock | None = None  # the upstream block being streamed
         self.text = BlockText(self)  # markup in text blocks
         self._started = self._delta_seen = self._ended = False
 
@@ -279,7 +284,7 @@ class NativeMessages(ClientSide):
         self._ensure_started()
         changed = self.note_all(native_fields.block_start(block))
         kind = str(block.get("type"))
-        current = Block(upstream, self.calls.calls.next_index, kind)
+        current = UpstreamBlock(upstream, self.calls.calls.next_index, kind)
         self._blocks[upstream] = current
         self._active = current
         if kind == "tool_use":  # a call: the driver opens it, or holds it (calls.py)
@@ -288,8 +293,8 @@ class NativeMessages(ClientSide):
                 upstream,
                 ident if isinstance(ident, str) and ident else None,  # else id-missing
                 name=name if isinstance(name, str) else None,
-                start=(event, payload, changed),
-                start_at=self.current,
+                opening=(event, payload, changed),
+                opening_at=self.current,
             )
             self.calls.name_call(current.call)
             return True
@@ -331,7 +336,7 @@ class NativeMessages(ClientSide):
         self.wire = None
         self.write_at(self._wire_index, event, payload, False)
 
-    def _block_of(self, payload: JSONObject) -> Block | None:
+    def _block_of(self, payload: JSONObject) -> UpstreamBlock | None:
         index = payload.get("index")
         return self._blocks.get(index) if isinstance(index, int) else None
 
@@ -350,6 +355,6 @@ class NativeMessages(ClientSide):
             self.calls.end_input(block.call)
         self.stop_wire()
 
-    def _check_input(self, block: Block) -> None:
+    def _check_input(self, block: UpstreamBlock) -> None:
         if block.call is not None and not input_parses(block.call.text()):
             self.bad_input = True

@@ -17,7 +17,7 @@ from typing import Protocol
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Segment, Text
 from proxy.core.protocols.messages.native.calls import ToolCalls
-from proxy.core.protocols.messages.native.model import Block, ToolCall, input_parses
+from proxy.core.protocols.messages.native.model import ToolCall, UpstreamBlock, input_parses
 from proxy.core.repairs import Repair, markup_kind
 from proxy.core.sse import Event
 
@@ -33,7 +33,7 @@ class TextSide(Protocol):
 
     def new_id(self) -> str: ...
     def write_block_event(
-        self, block: Block, event: Event, payload: JSONObject, changed: bool
+        self, block: UpstreamBlock, event: Event, payload: JSONObject, changed: bool
     ) -> None: ...
     def open_wire(self, block: JSONObject) -> int: ...
     def stop_wire(self) -> None: ...
@@ -50,7 +50,9 @@ class BlockText:
         self._calls = stream.calls
         self.markup_call: ToolCall | None = None  # the markup call open in the active block
 
-    def markup_delta(self, block: Block, event: Event, payload: JSONObject, text: str) -> None:
+    def markup_delta(
+        self, block: UpstreamBlock, event: Event, payload: JSONObject, text: str
+    ) -> None:
         extractor = block.markup
         assert extractor is not None
         if self._stream.wire == "text" and extractor.passes(text):
@@ -64,7 +66,7 @@ class BlockText:
         else:
             self._segments(block, segments)
 
-    def close_markup(self, block: Block) -> None:
+    def close_markup(self, block: UpstreamBlock) -> None:
         extractor = block.markup
         if extractor is None:
             return
@@ -74,13 +76,13 @@ class BlockText:
         self._segments(block, segments)
         block.markup = None
 
-    def _failed(self, block: Block) -> None:
+    def _failed(self, block: UpstreamBlock) -> None:
         """Extraction stops for the block; the text the dialect held comes back as text."""
         self._stream.note(Repair.DIALECT_ERROR)
         block.markup = None
         self.markup_call = None  # a call it left open is left as it went out
 
-    def _segments(self, block: Block, segments: list[Segment]) -> None:
+    def _segments(self, block: UpstreamBlock, segments: list[Segment]) -> None:
         for segment in segments:
             match segment:
                 case Text(text=text):

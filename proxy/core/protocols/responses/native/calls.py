@@ -20,7 +20,7 @@ the call that were held, as they came: the held argument text is in those events
 comes after a held upstream call waits behind it (``blocking``, the stream's hold queue);
 a markup call holds only its own text.
 
-Repeats (issue 16; the rule is proxy/core/protocols/native_repeats.py's, shared with native
+Repeats (issue 16; the rule is proxy/core/protocols/native_calls.py's, shared with native
 Messages): a call named like the call right before it, that one not dropped, is a suspect
 under ``dedupe_calls``. Whether its arguments equal that call's is asked here
 (``DUPLICATE`` is an input like the others). A call equal to the call before it is counted
@@ -30,7 +30,6 @@ either way, when its arguments end.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Final, Protocol
 
 from proxy.core.calls.driver import Calls
@@ -49,10 +48,15 @@ from proxy.core.calls.state import (
 from proxy.core.errors import NormalizerError
 from proxy.core.ids import IdPool
 from proxy.core.jsonvalues import INVALID, JSONObject, loads
-from proxy.core.protocols.native_repeats import PreviousCall, repeats_before
+from proxy.core.protocols.native_calls import NativeTally, PreviousCall, repeats_before
 from proxy.core.protocols.responses.items import FunctionCallItem
 from proxy.core.protocols.responses.native import fields
-from proxy.core.protocols.responses.native.model import Ev, NativeCall, Out, Up
+from proxy.core.protocols.responses.native.model import (
+    ClientItem,
+    NativeCall,
+    UpstreamItem,
+    WireEvent,
+)
 from proxy.core.repairs import Repair
 
 # module names (the states' are calls/state.py's), not ``CallInput.END``: an Enum's class
@@ -69,16 +73,6 @@ _QUIET_WHEN_OPEN: Final = tuple(
 )
 
 
-@dataclass(slots=True)
-class _Tally:
-    ids: IdPool
-    fallback_name: str | None
-    repairs: Counter[str]
-    dropped: list[str] = field(default_factory=list)
-    held: int = 0
-    kept: int = 0
-
-
 class ItemSide(Protocol):
     """What the calls need of the item structure they live in (structure.py ``ItemFlow``):
     where events go out, how an item is shown, and what is held."""
@@ -86,17 +80,17 @@ class ItemSide(Protocol):
     held_bytes: int
     cut: bool
 
-    def emit(self, ev: Ev) -> None: ...
+    def emit(self, ev: WireEvent) -> None: ...
     def insert(self, payload: JSONObject) -> None: ...
     def repair(self, kind: str) -> None: ...
     def new_id(self) -> str: ...
-    def show(self, up: Up, ev: Ev) -> Out: ...
-    def new_item(self, kind: str, ident: str) -> Out: ...
-    def fix_item_fields(self, ev: Ev, out: Out, *, count: bool = True) -> None: ...
-    def finish(self, out: Out, item: JSONObject) -> None: ...
+    def show(self, up: UpstreamItem, ev: WireEvent) -> ClientItem: ...
+    def new_item(self, kind: str, ident: str) -> ClientItem: ...
+    def fix_item_fields(self, ev: WireEvent, out: ClientItem, *, count: bool = True) -> None: ...
+    def finish(self, out: ClientItem, item: JSONObject) -> None: ...
     def release(self) -> None: ...
-    def hold(self, queue: list[Ev], ev: Ev) -> None: ...
-    def let_go(self, queue: list[Ev]) -> list[Ev]: ...
+    def hold(self, queue: list[WireEvent], ev: WireEvent) -> None: ...
+    def let_go(self, queue: list[WireEvent]) -> list[WireEvent]: ...
 
 
 class NativeCalls:
@@ -111,8 +105,8 @@ class NativeCalls:
         # bound once: asked on every event of a call
         self._emit, self._insert, self._repair = items.emit, items.insert, items.repair
         self._new_id, self._hold, self._let_go = items.new_id, items.hold, items.let_go
-        self.tally = _Tally(IdPool(items.new_id), fallback_name, repairs)
-        self.calls: Calls[NativeCall, None, Ev] = Calls(
+        self.tally = NativeTally(IdPool(items.new_id), repairs, fallback_name)
+        self.calls: Calls[NativeCall, None, WireEvent] = Calls(
             self.tally,
             self,
             coalesce=False,
@@ -127,14 +121,14 @@ class NativeCalls:
 
     # -- the upstream's events -> call inputs ------------------------------------------------
 
-    def call_added(self, up: Up, ev: Ev, item: JSONObject) -> None:
+    def call_added(self, up: UpstreamItem, ev: WireEvent, item: JSONObject) -> None:
         name, call_id, text = item.get("name"), item.get("call_id"), item.get("arguments")
         call = NativeCall(
             ev.get("output_index"),
             call_id if isinstance(call_id, str) and call_id else None,
             name=name if isinstance(name, str) and name else None,
         )
-        call.up, call.added, up.call = up, ev, call
+        call.up, call.opening, up.call = up, ev, call
         self.calls.records.append(call)
         text = text if isinstance(text, str) else ""
         if call.name is None or call.upstream_id is None:
@@ -143,7 +137,7 @@ class NativeCalls:
         else:
             self.call_input(call, self._opening_input(call, text), text)
 
-    def call_event(self, call: NativeCall, ev: Ev, kind: str) -> None:
+    def call_event(self, call: NativeCall, ev: WireEvent, kind: str) -> None:
         """An item event of a call (its added aside): text, or its arguments' end. (A delta
         of a call whose state streams its arguments takes the hot path, structure.py.)"""
         if kind == DELTA:
@@ -160,7 +154,7 @@ class NativeCalls:
         elif call.state is OPEN:
             self._emit(ev)
         elif call.state is not DROPPED:
-            self._hold(call.queue, ev)
+            self._hold(call.held, ev)
 
     def args_in_done(self, call: NativeCall, arguments: object) -> None:
         """Arguments a server sent only in a ``.done`` event: a delta of them first."""
@@ -174,7 +168,7 @@ class NativeCalls:
             "output_index": out.index if out is not None else 0,
             "delta": arguments,
         }
-        self.call_input(call, ARGS, arguments, Ev(delta, None))
+        self.call_input(call, ARGS, arguments, WireEvent(delta, None))
 
     def call_ended(self, call: NativeCall, done: object) -> None:
         """A held call's ``output_item.done`` (None: the end came first): arguments only
@@ -197,10 +191,10 @@ class NativeCalls:
     def call_cut(self, call: NativeCall) -> None:
         """The stream was cut while ``call`` waited for its name: what it held goes out as it
         came, nothing made up (its state stays: no input came)."""
-        assert call.added is not None
+        assert call.opening is not None
         self.unblock(call)
-        queue, call.queue = self._let_go(call.queue), []
-        for ev in (call.added, *queue):
+        queue, call.held = self._let_go(call.held), []
+        for ev in (call.opening, *queue):
             self._emit(ev)
 
     def _opening_input(self, call: NativeCall, text: str) -> CallInput:
@@ -250,7 +244,7 @@ class NativeCalls:
     # -- the driver ----------------------------------------------------------------------------
 
     def call_input(
-        self, call: NativeCall, event: CallInput, text: str = "", ev: Ev | None = None
+        self, call: NativeCall, event: CallInput, text: str = "", ev: WireEvent | None = None
     ) -> None:
         """One input through the table. An event of a call not shown yet waits on the call, to
         go out behind its opening; a dropped call's go nowhere."""
@@ -265,7 +259,7 @@ class NativeCalls:
             event = CallInput.DUPLICATE  # dropped (dedupe_calls)
         if ev is not None and call.state is not OPEN:
             if call.state is not DROPPED:
-                self._hold(call.queue, ev)
+                self._hold(call.held, ev)
             ev = None
         # ``complete=False``: an END never makes up "{}" for a call without arguments; such a
         # call is ``incomplete``, as the item's own status says (``item_done``)
@@ -276,7 +270,7 @@ class NativeCalls:
     def _make_ids(self, call: NativeCall) -> None:
         """The item's id and the call_id, made where missing (in that order, as the ids are
         drawn), before the driver settles the call's identity on them."""
-        added = call.added
+        added = call.opening
         if added is None:
             call.item_id = "fc_" + self._new_id()
         else:
@@ -289,7 +283,7 @@ class NativeCalls:
             call.upstream_id = "call_" + self._new_id()
 
     def put_opening(self, call: NativeCall, args: str, out: None) -> None:
-        if call.added is None:  # out of markup: an item of the proxy's
+        if call.opening is None:  # out of markup: an item of the proxy's
             assert call.id is not None
             assert call.name is not None
             item = self._items.new_item("function_call", call.item_id)
@@ -301,7 +295,7 @@ class NativeCalls:
         # The upstream's added, its arguments moved into a delta after it by show() (that is
         # ``args`` for OPEN_WHOLE), then the call's held events: any held text is in them.
         assert call.up is not None
-        ev = call.added
+        ev = call.opening
         item_fields = ev.payload["item"]
         for key, value in (("name", call.name or ""), ("call_id", call.id)):
             if item_fields.get(key) != value:
@@ -309,7 +303,7 @@ class NativeCalls:
                 ev.changed()
         call.out = self._items.show(call.up, ev)
         call.out.call = call
-        queue, call.queue = self._let_go(call.queue), []
+        queue, call.held = self._let_go(call.held), []
         for held in queue:  # the held argument text is in these, as it came
             self._items.fix_item_fields(held, call.out, count=held.raw is not None)
             if held.type == "response.function_call_arguments.done":
@@ -317,11 +311,11 @@ class NativeCalls:
             self._emit(held)
 
     def put_held_args(self, call: NativeCall, text: str, out: None) -> None:
-        if call.added is None:
+        if call.opening is None:
             self.put_args(call, text, None, None)
         # an upstream call's held text went out in its held events, behind the opening
 
-    def put_args(self, call: NativeCall, text: str, out: None, extras: Ev | None) -> None:
+    def put_args(self, call: NativeCall, text: str, out: None, extras: WireEvent | None) -> None:
         item = call.out
         assert item is not None
         if item.synthetic is not None:
@@ -343,33 +337,33 @@ class NativeCalls:
     def release_opening(self, call: NativeCall, out: None, *, without_args: bool) -> None:
         raise NormalizerError("a Responses call has no placeholder to release")
 
-    def add_extras(self, call: NativeCall, extras: Ev) -> None:
+    def add_extras(self, call: NativeCall, extras: WireEvent) -> None:
         raise NormalizerError("a held Responses call keeps its events on the call (call_input)")
 
     def holding(self, call: NativeCall, out: None) -> None:
         if call.up is not None and self.blocking is not call:
             self.blocking = call
-            if call.added is not None:  # its opening is held with it
-                self._items.held_bytes += call.added.size
+            if call.opening is not None:  # its opening is held with it
+                self._items.held_bytes += call.opening.size
 
     def unblock(self, call: NativeCall) -> None:
         if self.blocking is call:
             self.blocking = None
-            if call.added is not None:
-                self._items.held_bytes -= call.added.size
+            if call.opening is not None:
+                self._items.held_bytes -= call.opening.size
 
     def settled(self, call: NativeCall) -> None:
         self.unblock(call)
         if call.state is DROPPED:
-            self._let_go(call.queue)
-            call.queue = []  # nothing of a dropped call goes out
-            if call.added is not None:
-                item = call.added.payload["item"]
+            self._let_go(call.held)
+            call.held = []  # nothing of a dropped call goes out
+            if call.opening is not None:
+                item = call.opening.payload["item"]
                 self.dropped.update(str(item[key]) for key in ("id", "call_id") if item.get(key))
 
     # -- a call item's end -----------------------------------------------------------------------
 
-    def item_done(self, ev: Ev, item: JSONObject, out: Out) -> None:
+    def item_done(self, ev: WireEvent, item: JSONObject, out: ClientItem) -> None:
         """A call's ``output_item.done``: the fields it was shown with, its arguments streamed
         and ended (END), and ``incomplete`` when they do not parse."""
         for kind in fields.settled_fields(ev, item, out):
@@ -389,7 +383,7 @@ class NativeCalls:
             item["status"] = "incomplete"
             ev.changed()
 
-    def ended_early(self, out: Out) -> JSONObject:
+    def ended_early(self, out: ClientItem) -> JSONObject:
         """The item of a call the upstream never ended, as the proxy ends it."""
         if out.call is not None:
             self.call_input(out.call, END)

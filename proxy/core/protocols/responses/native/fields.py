@@ -9,11 +9,11 @@ fix or build the event in front of them, and say which repairs that took.
 from __future__ import annotations
 
 from proxy.core.jsonvalues import JSONObject
-from proxy.core.protocols.responses.native.model import Ev, Out
+from proxy.core.protocols.responses.native.model import ClientItem, WireEvent
 from proxy.core.repairs import Repair
 
 
-def shown(ev: Ev, item: JSONObject, out: Out) -> tuple[str, list[Repair]]:
+def shown(ev: WireEvent, item: JSONObject, out: ClientItem) -> tuple[str, list[Repair]]:
     """A call's ``output_item.added`` as it is shown (its call_id and name settled by the
     calls): those on ``out``; the arguments it carried already are taken out, returned to go
     out as a delta after it, with the repairs."""
@@ -29,7 +29,7 @@ def shown(ev: Ev, item: JSONObject, out: Out) -> tuple[str, list[Repair]]:
     return str(moved), repairs
 
 
-def arguments_delta(out: Out, text: str) -> JSONObject:
+def arguments_delta(out: ClientItem, text: str) -> JSONObject:
     return {
         "type": "response.function_call_arguments.delta",
         "item_id": out.id,
@@ -38,7 +38,7 @@ def arguments_delta(out: Out, text: str) -> JSONObject:
     }
 
 
-def arguments_done(out: Out, arguments: object) -> JSONObject:
+def arguments_done(out: ClientItem, arguments: object) -> JSONObject:
     """The ``function_call_arguments.done`` the upstream never sent (``out`` is done)."""
     out.args_done = True
     return {
@@ -49,7 +49,7 @@ def arguments_done(out: Out, arguments: object) -> JSONObject:
     }
 
 
-def settled_fields(ev: Ev, item: JSONObject, out: Out) -> list[Repair]:
+def settled_fields(ev: WireEvent, item: JSONObject, out: ClientItem) -> list[Repair]:
     """A call's ``output_item.done`` with the call_id and name it was shown with."""
     repairs: list[Repair] = []
     for key, value in (("call_id", out.call_id), ("name", out.name)):

@@ -47,7 +47,7 @@ from typing import Final
 from proxy.core.calls.state import SUSPECT
 from proxy.core.jsonvalues import JSONObject, loads
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.responses.native.model import Ev
+from proxy.core.protocols.responses.native.model import WireEvent
 from proxy.core.protocols.responses.native.request import NativeRequest
 from proxy.core.protocols.responses.native.structure import ItemFlow
 from proxy.core.repairs import Repair
@@ -164,7 +164,7 @@ class NativeStream(ItemFlow):
         if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
             self._out.append(item.raw)  # not a Responses event: passed on as it came
             return
-        ev = Ev(payload, item.raw, self._arrived)
+        ev = WireEvent(payload, item.raw, self._arrived)
         self._arrived += 1
         if payload.get("sequence_number") is None:
             self.repair(Repair.SEQUENCE_NUMBER_MISSING)  # the upstream's, not the events we add
@@ -201,14 +201,14 @@ class NativeStream(ItemFlow):
 
     # -- routing events ----------------------------------------------------------------------
 
-    def dispatch(self, ev: Ev) -> None:
+    def dispatch(self, ev: WireEvent) -> None:
         if self._over:  # the terminal event went out: the response is over for the client
             self.repair(Repair.EVENT_AFTER_TERMINAL)
             return
         kind = ev.type
         if not self._started and kind != "response.created":
             self.repair(Repair.CREATED_MISSING)
-            self._start(Ev({"type": "response.created", "response": {}}, None))
+            self._start(WireEvent({"type": "response.created", "response": {}}, None))
         if kind == "response.created":
             if self._started:  # one response a stream: clients start over on a second
                 self.repair(Repair.CREATED_REPEATED)
@@ -235,7 +235,7 @@ class NativeStream(ItemFlow):
                 self._response_event(ev)
             self.emit(ev)
 
-    def _start(self, ev: Ev) -> None:
+    def _start(self, ev: WireEvent) -> None:
         self._started = True
         response = ev.get("response")
         if not isinstance(response, dict):
@@ -257,7 +257,7 @@ class NativeStream(ItemFlow):
     def _head(self) -> JSONObject:
         return {**self._created, "status": "in_progress", "output": []}
 
-    def _response_event(self, ev: Ev) -> None:
+    def _response_event(self, ev: WireEvent) -> None:
         """A later event's response: the id of the first, and the fields the first had."""
         response = ev.get("response")
         if not isinstance(response, dict):
@@ -274,7 +274,7 @@ class NativeStream(ItemFlow):
 
     # -- the end -----------------------------------------------------------------------------
 
-    def _terminal(self, ev: Ev) -> None:
+    def _terminal(self, ev: WireEvent) -> None:
         if self.calls.blocking is not None:
             self.calls.call_ended(self.calls.blocking, None)
         if self._extracting is not None:
@@ -305,7 +305,7 @@ class NativeStream(ItemFlow):
         self.emit(ev)
         self._over = True
 
-    def _fix_output(self, ev: Ev, response: JSONObject) -> None:
+    def _fix_output(self, ev: WireEvent, response: JSONObject) -> None:
         """``output`` must be every item streamed, as its output_item.done showed it."""
         ours = [out.done for out in self._items if out.done is not None]
         theirs = response.get("output")

@@ -19,7 +19,12 @@ from proxy.core.markup import build_extractor
 from proxy.core.markup.fail_open import fail_open
 from proxy.core.protocols.responses.native import fields as call_fields
 from proxy.core.protocols.responses.native.calls import DELTA, NativeCalls
-from proxy.core.protocols.responses.native.model import Ev, Out, Up, message_part
+from proxy.core.protocols.responses.native.model import (
+    ClientItem,
+    UpstreamItem,
+    WireEvent,
+    message_part,
+)
 from proxy.core.protocols.responses.native.request import NativeRequest
 from proxy.core.protocols.responses.native.text import MessageText
 from proxy.core.protocols.responses.wire import frame
@@ -39,7 +44,7 @@ class ItemFlow:
         dialects: tuple[str, ...],
         *,
         new_id: Callable[[], str],
-        dispatch: Callable[[Ev], None],
+        dispatch: Callable[[WireEvent], None],
         dedupe: bool = False,
     ) -> None:
         self._request = request
@@ -56,26 +61,26 @@ class ItemFlow:
         self.calls = NativeCalls(self, request.fallback_name, self.repairs, dedupe=dedupe)
         self._keep = self.calls.keep  # bound once: asked on every fragment of a call
         self.text = MessageText(self)
-        self._items: list[Out] = []
-        self._by_id: dict[str, Up] = {}
-        self._by_index: dict[int, Up] = {}
-        self._last: Up | None = None  # the item the upstream added most recently
-        self._open_item: Out | None = None  # the item shown and not yet done
+        self._items: list[ClientItem] = []
+        self._by_id: dict[str, UpstreamItem] = {}
+        self._by_index: dict[int, UpstreamItem] = {}
+        self._last: UpstreamItem | None = None  # the item the upstream added most recently
+        self._open_item: ClientItem | None = None  # the item shown and not yet done
         # the items that must wait for the open one, in the order they began, each with its
         # events: one that may go next goes alone, its events read once (``release``)
-        self._waiting: dict[Up, list[Ev]] = {}
-        self._extracting: Up | None = None  # the message whose text goes through markup
+        self._waiting: dict[UpstreamItem, list[WireEvent]] = {}
+        self._extracting: UpstreamItem | None = None  # the message whose text goes through markup
 
     # -- what goes out ---------------------------------------------------------------------------
 
-    def emit(self, ev: Ev) -> None:
+    def emit(self, ev: WireEvent) -> None:
         """Send one event, numbered in place."""
         ev.set("sequence_number", self._seq)
         self._seq += 1
         self._out.append(ev.raw if ev.raw is not None else frame(ev.payload))
 
     def insert(self, payload: JSONObject) -> None:
-        self.emit(Ev(payload, None))
+        self.emit(WireEvent(payload, None))
 
     def repair(self, kind: str) -> None:
         """Count a repair, each time it is made (the rule of every stream: docs/repairs.md)."""
@@ -86,26 +91,26 @@ class ItemFlow:
 
     # -- what is held ----------------------------------------------------------------------------
 
-    def hold(self, queue: list[Ev], ev: Ev) -> None:
+    def hold(self, queue: list[WireEvent], ev: WireEvent) -> None:
         """``ev`` is held in ``queue`` (counted toward max_held_bytes)."""
         queue.append(ev)
         self.held_bytes += ev.size
 
-    def let_go(self, queue: list[Ev]) -> list[Ev]:
+    def let_go(self, queue: list[WireEvent]) -> list[WireEvent]:
         """The events of ``queue`` are held no more (the caller empties it)."""
         self.held_bytes -= sum(ev.size for ev in queue)
         return queue
 
     # -- the items -------------------------------------------------------------------------------
 
-    def new_item(self, kind: str, ident: str) -> Out:
+    def new_item(self, kind: str, ident: str) -> ClientItem:
         """An item the proxy adds (out of markup), open from now on."""
-        out = Out(len(self._items), ident, kind)
+        out = ClientItem(len(self._items), ident, kind)
         self._items.append(out)
         self._open_item = out
         return out
 
-    def find(self, ev: Ev) -> Up | None:
+    def find(self, ev: WireEvent) -> UpstreamItem | None:
         """The upstream item an event belongs to: by item id, else output_index, else the
         latest; an id that differs from the one known for the item is a rotating id."""
         item = ev.get("item")
@@ -120,14 +125,14 @@ class ItemFlow:
             self._by_id[ident] = up
         return up
 
-    def _added(self, ev: Ev) -> None:
+    def _added(self, ev: WireEvent) -> None:
         item = ev.get("item")
         if not isinstance(item, dict):
             self.emit(ev)
             return
         up = ev.up
         if up is None:  # known from now on, even while it waits, so its events find it
-            up = ev.up = Up(str(item.get("type")))
+            up = ev.up = UpstreamItem(str(item.get("type")))
             ident, index = item.get("id"), ev.get("output_index")
             if isinstance(ident, str) and ident:
                 self._by_id[ident] = up
@@ -146,7 +151,7 @@ class ItemFlow:
             return
         self.show(up, ev)
 
-    def _must_wait(self, ev: Ev) -> bool:
+    def _must_wait(self, ev: WireEvent) -> bool:
         """Items never interleave: an item that begins while another is open waits, with its
         events, until that one is done (its text ends here). A call whose arguments ended
         (their ``.done`` came, or they are one whole JSON value) cannot go on, so it is
@@ -165,17 +170,17 @@ class ItemFlow:
         self.wait(ev.up, ev)
         return True
 
-    def wait(self, up: Up, ev: Ev) -> None:
+    def wait(self, up: UpstreamItem, ev: WireEvent) -> None:
         """``ev`` waits with the item it belongs to (``release``)."""
         queue = self._waiting.get(up)
         if queue is None:
             queue = self._waiting[up] = []
         self.hold(queue, ev)
 
-    def show(self, up: Up, ev: Ev) -> Out:
+    def show(self, up: UpstreamItem, ev: WireEvent) -> ClientItem:
         """The upstream's output_item.added, as the next item of the output."""
         item = ev.payload["item"]
-        out = Out(len(self._items), "", up.type)
+        out = ClientItem(len(self._items), "", up.type)
         if not isinstance(item.get("id"), str) or not item["id"]:
             self.repair(Repair.ITEM_ID_MISSING)
             item["id"] = _ID_PREFIX.get(up.type, "item_") + self.new_id()
@@ -198,7 +203,7 @@ class ItemFlow:
             self.insert(call_fields.arguments_delta(out, moved))
         return out
 
-    def _item_event(self, ev: Ev) -> None:
+    def _item_event(self, ev: WireEvent) -> None:
         up = self.find(ev)
         if up is None:
             up = self._orphan(ev)
@@ -239,7 +244,7 @@ class ItemFlow:
             self.text.part_fields(ev, out)
         self.emit(ev)
 
-    def fix_item_fields(self, ev: Ev, out: Out, *, count: bool = True) -> None:
+    def fix_item_fields(self, ev: WireEvent, out: ClientItem, *, count: bool = True) -> None:
         ident = ev.get("item_id")
         if ident != out.id:
             if count:
@@ -249,7 +254,7 @@ class ItemFlow:
             self.repair(Repair.OUTPUT_INDEX_MISSING)
         ev.set("output_index", out.index)
 
-    def _orphan(self, ev: Ev) -> Up | None:
+    def _orphan(self, ev: WireEvent) -> UpstreamItem | None:
         """An item event with no item added before it: the item is added here."""
         kind = {
             "response.output_text.delta": "message",
@@ -269,13 +274,13 @@ class ItemFlow:
             item |= {"content": [], "role": "assistant"}
         else:
             item |= {"arguments": "", "call_id": "", "name": self._request.fallback_name or ""}
-        added = Ev({"type": "response.output_item.added", "item": item}, None)
+        added = WireEvent({"type": "response.output_item.added", "item": item}, None)
         if isinstance(ev.get("output_index"), int):
             added.payload["output_index"] = ev.get("output_index")
         self._added(added)
         return self.find(ev)
 
-    def _item_done(self, ev: Ev) -> None:
+    def _item_done(self, ev: WireEvent) -> None:
         up = self.find(ev)
         if up is None:
             self.emit(ev)
@@ -312,7 +317,7 @@ class ItemFlow:
         self.emit(ev)
         self.release()
 
-    def fix_item_fields_done(self, ev: Ev, item: JSONObject, out: Out) -> None:
+    def fix_item_fields_done(self, ev: WireEvent, item: JSONObject, out: ClientItem) -> None:
         if item.get("id") != out.id:
             self.repair(Repair.ITEM_ID_ROTATING if item.get("id") else Repair.ITEM_ID_MISSING)
             item["id"] = out.id
@@ -321,7 +326,7 @@ class ItemFlow:
             self.repair(Repair.OUTPUT_INDEX_MISSING)
         ev.set("output_index", out.index)
 
-    def finish(self, out: Out, item: JSONObject) -> None:
+    def finish(self, out: ClientItem, item: JSONObject) -> None:
         out.done = item
         if self._open_item is out:
             self._open_item = None
@@ -335,23 +340,23 @@ class ItemFlow:
             for ev in self.let_go(waiting.pop(up)):
                 self._dispatch(ev)
 
-    def waited(self) -> list[Ev]:
+    def waited(self) -> list[WireEvent]:
         """Every event waiting, in the order they came (the queues emptied)."""
         events = self.let_go([ev for queue in self._waiting.values() for ev in queue])
         self._waiting = {}
         events.sort(key=arrival)
         return events
 
-    def held_events(self) -> list[Ev]:
+    def held_events(self) -> list[WireEvent]:
         """Every upstream event held anywhere, in the order they came, the holding let go of
         (the stream gives up rewriting: they go out as they came)."""
         events = self.waited()
         call = self.calls.blocking
         if call is not None:
             self.calls.unblock(call)
-            events += [] if call.added is None else [call.added]
-            events += self.let_go(call.queue)
-            call.queue = []
+            events += [] if call.opening is None else [call.opening]
+            events += self.let_go(call.held)
+            call.held = []
         for up in {id(up): up for up in (*self._by_id.values(), *self._by_index.values())}.values():
             if up.deferred:
                 events += self.let_go(up.deferred)
@@ -359,7 +364,7 @@ class ItemFlow:
         events.sort(key=arrival)
         return events
 
-    def close_early(self, out: Out) -> None:
+    def close_early(self, out: ClientItem) -> None:
         """End an item the upstream never ended (R3: no output_item.done for calls), at
         the end of the stream; closing events of its that still come are dropped."""
         self.repair(Repair.ITEM_DONE_MISSING)
@@ -383,7 +388,7 @@ class ItemFlow:
         self.insert({"type": "response.output_item.done", "output_index": out.index, "item": item})
 
 
-def _call_ended(out: Out) -> bool:
+def _call_ended(out: ClientItem) -> bool:
     """Whether ``out`` is an upstream call shown whose arguments ended: their ``.done`` went
     out, or they are one whole JSON value (which no more text can extend)."""
     call = out.call
@@ -395,5 +400,5 @@ def _call_ended(out: Out) -> bool:
     )
 
 
-def arrival(ev: Ev) -> int:
+def arrival(ev: WireEvent) -> int:
     return ev.n

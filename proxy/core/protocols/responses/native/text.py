@@ -17,7 +17,12 @@ from typing import Protocol
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
 from proxy.core.protocols.responses.native.calls import NativeCalls
-from proxy.core.protocols.responses.native.model import Ev, Out, Up, message_part
+from proxy.core.protocols.responses.native.model import (
+    ClientItem,
+    UpstreamItem,
+    WireEvent,
+    message_part,
+)
 from proxy.core.repairs import Repair, markup_kind
 
 
@@ -30,21 +35,21 @@ class TextSide(Protocol):
 
     def repair(self, kind: str) -> None: ...
     def new_id(self) -> str: ...
-    def emit(self, ev: Ev) -> None: ...
+    def emit(self, ev: WireEvent) -> None: ...
     def insert(self, payload: JSONObject) -> None: ...
-    def hold(self, queue: list[Ev], ev: Ev) -> None: ...
-    def let_go(self, queue: list[Ev]) -> list[Ev]: ...
-    def show(self, up: Up, ev: Ev) -> Out: ...
-    def new_item(self, kind: str, ident: str) -> Out: ...
-    def fix_item_fields(self, ev: Ev, out: Out, *, count: bool = True) -> None: ...
-    def fix_item_fields_done(self, ev: Ev, item: JSONObject, out: Out) -> None: ...
-    def finish(self, out: Out, item: JSONObject) -> None: ...
+    def hold(self, queue: list[WireEvent], ev: WireEvent) -> None: ...
+    def let_go(self, queue: list[WireEvent]) -> list[WireEvent]: ...
+    def show(self, up: UpstreamItem, ev: WireEvent) -> ClientItem: ...
+    def new_item(self, kind: str, ident: str) -> ClientItem: ...
+    def fix_item_fields(self, ev: WireEvent, out: ClientItem, *, count: bool = True) -> None: ...
+    def fix_item_fields_done(self, ev: WireEvent, item: JSONObject, out: ClientItem) -> None: ...
+    def finish(self, out: ClientItem, item: JSONObject) -> None: ...
     def release(self) -> None: ...
 
 
 class MessageText:
     """The text of a native stream's messages: the part fields of each, and tool-call markup
-    in those whose text goes through the dialects (``Up.extractor``)."""
+    in those whose text goes through the dialects (``UpstreamItem.extractor``)."""
 
     def __init__(self, items: TextSide) -> None:
         self._items = items
@@ -52,7 +57,7 @@ class MessageText:
 
     # -- part fields (every message) ---------------------------------------------------------------
 
-    def part_fields(self, ev: Ev, out: Out) -> None:
+    def part_fields(self, ev: WireEvent, out: ClientItem) -> None:
         """content_index, logprobs and annotations of a message's part events, and its text."""
         kind = ev.type
         if kind == "response.content_part.added":
@@ -80,7 +85,7 @@ class MessageText:
             out.texts.append("".join(out.text))
             out.part_open, out.text = False, []
 
-    def _annotations(self, ev: Ev) -> None:
+    def _annotations(self, ev: WireEvent) -> None:
         part = ev.get("part")
         if (
             isinstance(part, dict)
@@ -91,7 +96,7 @@ class MessageText:
             part["annotations"] = []
             ev.changed()
 
-    def _insert_part_added(self, out: Out) -> None:
+    def _insert_part_added(self, out: ClientItem) -> None:
         out.part_open, out.text = True, []
         self._items.insert(
             {
@@ -103,7 +108,7 @@ class MessageText:
             }
         )
 
-    def close_part(self, out: Out) -> None:
+    def close_part(self, out: ClientItem) -> None:
         """End the open part with the text it had: output_text.done, content_part.done."""
         text = "".join(out.text)
         head = {"item_id": out.id, "output_index": out.index, "content_index": len(out.texts)}
@@ -118,7 +123,7 @@ class MessageText:
 
     # -- markup in text --------------------------------------------------------------------------
 
-    def text_event(self, up: Up, ev: Ev) -> None:
+    def text_event(self, up: UpstreamItem, ev: WireEvent) -> None:
         kind = ev.type
         if up.target is None and kind == "response.content_part.added" and up.deferred:
             self._items.hold(up.deferred, ev)
@@ -143,7 +148,7 @@ class MessageText:
             self.part_fields(ev, target)
         self._items.emit(ev)
 
-    def text_done(self, up: Up, ev: Ev) -> None:
+    def text_done(self, up: UpstreamItem, ev: WireEvent) -> None:
         """The upstream's output_item.done of a message its text went through the extractor."""
         self.end_extraction(up)
         up.done = True
@@ -165,7 +170,7 @@ class MessageText:
         self._items.emit(ev)
         self._items.release()
 
-    def end_extraction(self, up: Up) -> None:
+    def end_extraction(self, up: UpstreamItem) -> None:
         extractor, up.extractor = up.extractor, None
         if extractor is None:
             return
@@ -174,7 +179,7 @@ class MessageText:
             self._items.repair(Repair.DIALECT_ERROR)
         self._segments(up, segments, extractor.extractor)
 
-    def _delta(self, up: Up, ev: Ev) -> None:
+    def _delta(self, up: UpstreamItem, ev: WireEvent) -> None:
         text = str(ev.get("delta") or "")
         extractor = up.extractor
         if extractor is None or extractor.passes(text):
@@ -193,7 +198,9 @@ class MessageText:
             return
         self._segments(up, segments, extractor.extractor if extractor is not None else None)
 
-    def _segments(self, up: Up, segments: list[Segment], extractor: Extractor | None) -> None:
+    def _segments(
+        self, up: UpstreamItem, segments: list[Segment], extractor: Extractor | None
+    ) -> None:
         for segment in segments:
             match segment:
                 case Text(text=text) if text:
@@ -213,7 +220,7 @@ class MessageText:
                 case _:
                     pass
 
-    def _text_delta(self, out: Out, text: str) -> None:
+    def _text_delta(self, out: ClientItem, text: str) -> None:
         if not out.part_open:
             self._insert_part_added(out)
         out.text.append(text)
@@ -229,7 +236,7 @@ class MessageText:
             }
         )
 
-    def _ensure_message(self, up: Up) -> None:
+    def _ensure_message(self, up: UpstreamItem) -> None:
         """The message item its text goes to: the upstream's own, shown now, or after a call
         taken out of its text, a new one."""
         if up.target is not None:
@@ -254,12 +261,12 @@ class MessageText:
         )
         self._insert_part_added(out)
 
-    def show_unshown(self, up: Up) -> None:
+    def show_unshown(self, up: UpstreamItem) -> None:
         """A message whose opening is still held (no text came yet) is shown as it came."""
         if up.target is None and up.deferred and not up.rewritten:
             self._show(up)
 
-    def _show(self, up: Up) -> None:
+    def _show(self, up: UpstreamItem) -> None:
         deferred, up.deferred = self._items.let_go(up.deferred), []
         out = self._items.show(up, deferred[0])
         for ev in deferred[1:]:
@@ -267,7 +274,7 @@ class MessageText:
             self.part_fields(ev, out)
             self._items.emit(ev)
 
-    def _open_call(self, up: Up, name: str, ident: str | None) -> None:
+    def _open_call(self, up: UpstreamItem, name: str, ident: str | None) -> None:
         up.rewritten = True
         self._items.let_go(up.deferred)
         up.deferred = []  # a message with no text before the call is never shown
