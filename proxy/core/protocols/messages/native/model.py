@@ -73,7 +73,6 @@ class UpstreamBlock:
     type: str
     end: InputEnd = field(default_factory=InputEnd)  #: where a tool block's input ends
     markup: FailOpen | None = None  #: a text block's markup parser
-    stopped: bool = False
     call: ToolCall | None = None  #: a tool_use block's call
 
 

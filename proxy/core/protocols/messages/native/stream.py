@@ -51,6 +51,7 @@ from proxy.core.markup.fail_open import fail_open
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.messages.native import fields as native_fields
 from proxy.core.protocols.messages.native.client import ClientSide
+from proxy.core.protocols.messages.native.lifecycle import DELTA_SEEN, STARTED, Phase, Step, after
 from proxy.core.protocols.messages.native.model import (
     ToolCall,
     UpstreamBlock,
@@ -90,7 +91,7 @@ class NativeMessages(ClientSide):
         self._blocks: dict[int, UpstreamBlock] = {}  # the current generation's, by upstream index
         self._active: UpstreamBlock | None = None  # the upstream block being streamed
         self.text = BlockText(self)  # markup in text blocks
-        self._started = self._delta_seen = self._ended = False
+        self._phase = Phase.NEW  # the message's (lifecycle.py)
 
     # -- the verbs the pump drives
 
@@ -110,13 +111,15 @@ class NativeMessages(ClientSide):
         active = self._active
         if active is not None and active.call is not None:  # a suspect's input ends here
             self.calls.end_input(active.call, cut=not complete)
-        if complete and self._started and not self._ended:
+        if complete and self._phase in STARTED:
             self._finish_active(Repair.BLOCK_STOP_MISSING)
-            if not self._delta_seen:
+            if self._phase not in DELTA_SEEN:
                 self.note(Repair.MESSAGE_DELTA_MISSING)
                 self.emit(self._message_delta())
+                self._phase = after(self._phase, Step.DELTA)
             self.note(Repair.MESSAGE_STOP_MISSING)
             self.emit({"type": "message_stop"})
+            self._phase = after(self._phase, Step.STOP)
         return self.take()
 
     # -- dispatch
@@ -129,7 +132,7 @@ class NativeMessages(ClientSide):
             self._give_up(counted=item.reason == "oversize")
             self.out.append(item.raw)
             return
-        if item.data is None or self._ended:
+        if item.data is None or self._phase is Phase.OVER:
             self.out.append(item.raw)
             return
         try:
@@ -211,34 +214,35 @@ class NativeMessages(ClientSide):
             self._block_stop(event, payload)
         elif kind == "message_delta":
             self._finish_active(Repair.BLOCK_STOP_MISSING)
-            self._delta_seen = True
+            self._phase = after(self._phase, Step.DELTA)
             self.write(event, payload, self._fix_delta(payload))
         elif kind == "message_stop":
             self._finish_active(Repair.BLOCK_STOP_MISSING)
-            if not self._delta_seen:
+            if self._phase not in DELTA_SEEN:
                 self.note(Repair.MESSAGE_DELTA_MISSING)
                 self.emit(self._message_delta())
-            self._ended = True
+            self._phase = after(self._phase, Step.STOP)
             self.write(event, payload, False)
         else:  # ping, error, and what this proxy does not know: as they came
-            self._ended = self._ended or kind == "error"
+            if kind == "error":
+                self._phase = after(self._phase, Step.ERROR)
             self.write(event, payload, False)
         return True
 
     # -- the message
 
     def _message_start(self, event: Event, payload: JSONObject) -> None:
-        if self._started:
+        if self._phase in STARTED:
             self.note(Repair.MESSAGE_START_REPEATED)
             self._finish_active(None)
             self._blocks = {}  # the next generation numbers its blocks from 0 again
             return
-        self._started = True
+        self._phase = after(self._phase, Step.START)
         self.write(event, payload, self.note_all(native_fields.message_start(payload)))
 
     def _ensure_started(self) -> None:
-        if not self._started:
-            self._started = True
+        if self._phase not in STARTED:
+            self._phase = after(self._phase, Step.START)
             self.note(Repair.MESSAGE_START_MISSING)
             message: JSONObject = {
                 "id": "msg_" + self._new_id(),
@@ -327,7 +331,6 @@ class NativeMessages(ClientSide):
             return  # stopped already, when the next block started
         self.text.close_markup(block)
         self._active = None
-        block.stopped = True
         self._check_input(block)
         if block.call is not None:
             self.calls.end_input(block.call)
@@ -349,7 +352,6 @@ class NativeMessages(ClientSide):
             self.note(repair)
         self.text.close_markup(block)
         self._active = None
-        block.stopped = True
         self._check_input(block)
         if block.call is not None:
             self.calls.end_input(block.call)

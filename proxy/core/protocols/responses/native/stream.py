@@ -47,6 +47,7 @@ from typing import Final
 from proxy.core.calls.state import SUSPECT
 from proxy.core.jsonvalues import JSONObject, loads
 from proxy.core.options import UpstreamOptions
+from proxy.core.protocols.responses.native.lifecycle import Phase, Step, after
 from proxy.core.protocols.responses.native.model import WireEvent
 from proxy.core.protocols.responses.native.request import NativeRequest
 from proxy.core.protocols.responses.native.structure import ItemFlow
@@ -115,10 +116,8 @@ class NativeStream(ItemFlow):
             dedupe=options.dedupe_calls,
         )
         self._response_id: str | None = None
-        self._started = False
-        self._in_progress = False
+        self._phase = Phase.NEW  # the response's (lifecycle.py)
         self._created: JSONObject = {}
-        self._over = False
 
     # -- bytes in, bytes out ---------------------------------------------------------------
 
@@ -177,7 +176,7 @@ class NativeStream(ItemFlow):
 
     def _over_limits(self) -> bool:
         """What the stream holds, or keeps to repeat, outgrew its limit (before its end)."""
-        if self._over:
+        if self._phase is Phase.OVER:
             return False
         tally, options = self.calls.tally, self._options
         held = self.held_bytes + tally.held
@@ -202,21 +201,22 @@ class NativeStream(ItemFlow):
     # -- routing events ----------------------------------------------------------------------
 
     def dispatch(self, ev: WireEvent) -> None:
-        if self._over:  # the terminal event went out: the response is over for the client
+        phase = self._phase
+        if phase is Phase.OVER:  # the terminal event went out: the response is over for the client
             self.repair(Repair.EVENT_AFTER_TERMINAL)
             return
         kind = ev.type
-        if not self._started and kind != "response.created":
+        if phase is Phase.NEW and kind != "response.created":
             self.repair(Repair.CREATED_MISSING)
             self._start(WireEvent({"type": "response.created", "response": {}}, None))
         if kind == "response.created":
-            if self._started:  # one response a stream: clients start over on a second
+            if self._phase is not Phase.NEW:  # one response a stream: a client starts over
                 self.repair(Repair.CREATED_REPEATED)
             else:
                 self._start(ev)
             return
-        if self._started and not self._in_progress:
-            self._in_progress = True
+        if self._phase is Phase.CREATED:
+            self._phase = after(self._phase, Step.IN_PROGRESS)
             if kind != "response.in_progress":
                 self.repair(Repair.CREATED_MISSING)
                 self.insert({"type": "response.in_progress", "response": self._head()})
@@ -236,7 +236,7 @@ class NativeStream(ItemFlow):
             self.emit(ev)
 
     def _start(self, ev: WireEvent) -> None:
-        self._started = True
+        self._phase = after(self._phase, Step.CREATED)
         response = ev.get("response")
         if not isinstance(response, dict):
             response = {}
@@ -303,7 +303,7 @@ class NativeStream(ItemFlow):
             response["status"] = "incomplete"
             response["incomplete_details"] = {"reason": "max_output_tokens"}
         self.emit(ev)
-        self._over = True
+        self._phase = after(self._phase, Step.TERMINAL)
 
     def _fix_output(self, ev: WireEvent, response: JSONObject) -> None:
         """``output`` must be every item streamed, as its output_item.done showed it."""
