@@ -46,3 +46,24 @@ def test_a_message_delta_before_any_start_is_remembered_by_the_start() -> None:
     phase = messages.after(phase, messages.Step.START)
     assert phase in messages.STARTED
     assert phase in messages.DELTA_SEEN
+
+
+def test_an_items_end_is_total_and_remembers_who_ended_it() -> None:
+    end, step = responses.ItemEnd, responses.EndStep
+    assert set(responses.ITEM_END) == {(e, s) for e in end for s in step}
+    early = responses.end_after(end.OPEN, step.PROXY_ENDS)
+    assert early in responses.CLOSED_EARLY
+    assert early not in responses.UPSTREAM_ENDED
+    both = responses.end_after(early, step.UPSTREAM_ENDS)
+    assert both in responses.CLOSED_EARLY
+    assert both in responses.UPSTREAM_ENDED
+
+
+def test_a_calls_arguments_end_once_and_a_message_part_is_no_call() -> None:
+    content, step = responses.Content, responses.ContentStep
+    done = responses.content_after(content.NO_PART, step.ARGS_DONE)
+    assert responses.content_after(done, step.ARGS_DONE) is done
+    with pytest.raises(NormalizerError, match="no content transition"):
+        responses.content_after(done, step.PART_ADDED)
+    with pytest.raises(NormalizerError, match="no content transition"):
+        responses.content_after(content.PART_OPEN, step.ARGS_DONE)

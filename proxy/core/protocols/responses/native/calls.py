@@ -51,6 +51,7 @@ from proxy.core.jsonvalues import INVALID, JSONObject, loads
 from proxy.core.protocols.native_calls import NativeTally, PreviousCall, repeats_before
 from proxy.core.protocols.responses.items import FunctionCallItem
 from proxy.core.protocols.responses.native import fields
+from proxy.core.protocols.responses.native.lifecycle import ContentStep
 from proxy.core.protocols.responses.native.model import (
     ClientItem,
     NativeCall,
@@ -147,7 +148,7 @@ class NativeCalls:
             if call.state is OPEN:
                 self.call_input(call, COMPLETE)
                 assert call.out is not None
-                call.out.args_done = True
+                call.out.step(ContentStep.ARGS_DONE)
                 self._emit(ev)
             else:
                 self.call_input(call, COMPLETE, "", ev)  # behind what it held
@@ -307,7 +308,7 @@ class NativeCalls:
         for held in queue:  # the held argument text is in these, as it came
             self._items.fix_item_fields(held, call.out, count=held.raw is not None)
             if held.type == "response.function_call_arguments.done":
-                call.out.args_done = True
+                call.out.step(ContentStep.ARGS_DONE)
             self._emit(held)
 
     def put_held_args(self, call: NativeCall, text: str, out: None) -> None:

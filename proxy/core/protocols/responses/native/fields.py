@@ -9,6 +9,7 @@ fix or build the event in front of them, and say which repairs that took.
 from __future__ import annotations
 
 from proxy.core.jsonvalues import JSONObject
+from proxy.core.protocols.responses.native.lifecycle import ContentStep
 from proxy.core.protocols.responses.native.model import ClientItem, WireEvent
 from proxy.core.repairs import Repair
 
@@ -40,7 +41,7 @@ def arguments_delta(out: ClientItem, text: str) -> JSONObject:
 
 def arguments_done(out: ClientItem, arguments: object) -> JSONObject:
     """The ``function_call_arguments.done`` the upstream never sent (``out`` is done)."""
-    out.args_done = True
+    out.step(ContentStep.ARGS_DONE)
     return {
         "type": "response.function_call_arguments.done",
         "item_id": out.id,

@@ -45,3 +45,79 @@ def after(phase: Phase, step: Step) -> Phase:
         return RESPONSE[phase, step]
     except KeyError:
         raise NormalizerError(f"native Responses: no transition from {phase} on {step}") from None
+
+
+# -- an item's end, as the upstream and the proxy see it ---------------------------------------
+#
+# The proxy ends an item the upstream never ended (R3, the SGLang router's calls): the
+# upstream's own closing events of it, if they still come, are dropped; the upstream's
+# output_item.done marks it ended for finding later events. Either may come first, either may
+# come again: the table is total, and an end that changes nothing keeps the phase.
+
+
+class ItemEnd(Enum):
+    OPEN = "open"
+    BY_PROXY = "by-proxy"  #: the proxy ended it; the upstream has not
+    BY_UPSTREAM = "by-upstream"  #: its output_item.done came
+    BY_BOTH = "by-both"  #: the proxy ended it, then its output_item.done came
+
+
+class EndStep(Enum):
+    PROXY_ENDS = "proxy-ends"
+    UPSTREAM_ENDS = "upstream-ends"
+
+
+ITEM_END: Final[Mapping[tuple[ItemEnd, EndStep], ItemEnd]] = {
+    (ItemEnd.OPEN, EndStep.PROXY_ENDS): ItemEnd.BY_PROXY,
+    (ItemEnd.OPEN, EndStep.UPSTREAM_ENDS): ItemEnd.BY_UPSTREAM,
+    (ItemEnd.BY_PROXY, EndStep.PROXY_ENDS): ItemEnd.BY_PROXY,
+    (ItemEnd.BY_PROXY, EndStep.UPSTREAM_ENDS): ItemEnd.BY_BOTH,
+    (ItemEnd.BY_UPSTREAM, EndStep.PROXY_ENDS): ItemEnd.BY_BOTH,
+    (ItemEnd.BY_UPSTREAM, EndStep.UPSTREAM_ENDS): ItemEnd.BY_UPSTREAM,
+    (ItemEnd.BY_BOTH, EndStep.PROXY_ENDS): ItemEnd.BY_BOTH,
+    (ItemEnd.BY_BOTH, EndStep.UPSTREAM_ENDS): ItemEnd.BY_BOTH,
+}
+CLOSED_EARLY: Final = frozenset({ItemEnd.BY_PROXY, ItemEnd.BY_BOTH})
+UPSTREAM_ENDED: Final = frozenset({ItemEnd.BY_UPSTREAM, ItemEnd.BY_BOTH})
+
+
+# -- a client item's content: a message's part, a call's arguments ------------------------------
+#
+# A message's part opens (content_part.added, the upstream's or the proxy's) and ends
+# (content_part.done); an added while one is open, or a done while none is, keeps the phase,
+# as the upstream's event passes on regardless. A call's arguments end once for good.
+
+
+class Content(Enum):
+    NO_PART = "no-part"  #: a message between parts, or a call whose arguments go on
+    PART_OPEN = "part-open"  #: a message's part is open
+    ARGS_DONE = "args-done"  #: a call's function_call_arguments.done went out
+
+
+class ContentStep(Enum):
+    PART_ADDED = "part-added"
+    PART_DONE = "part-done"
+    ARGS_DONE = "args-done"
+
+
+CONTENT: Final[Mapping[tuple[Content, ContentStep], Content]] = {
+    (Content.NO_PART, ContentStep.PART_ADDED): Content.PART_OPEN,
+    (Content.PART_OPEN, ContentStep.PART_ADDED): Content.PART_OPEN,
+    (Content.PART_OPEN, ContentStep.PART_DONE): Content.NO_PART,
+    (Content.NO_PART, ContentStep.PART_DONE): Content.NO_PART,
+    (Content.NO_PART, ContentStep.ARGS_DONE): Content.ARGS_DONE,
+    (Content.ARGS_DONE, ContentStep.ARGS_DONE): Content.ARGS_DONE,
+}
+
+
+def end_after(end: ItemEnd, step: EndStep) -> ItemEnd:
+    return ITEM_END[end, step]  # total
+
+
+def content_after(content: Content, step: ContentStep) -> Content:
+    try:
+        return CONTENT[content, step]
+    except KeyError:
+        raise NormalizerError(
+            f"native Responses: no content transition from {content} on {step}"
+        ) from None

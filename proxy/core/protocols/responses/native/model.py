@@ -20,6 +20,16 @@ from proxy.core.calls.record import CallRecord
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup.fail_open import FailOpen
 from proxy.core.protocols.responses.items import FunctionCallItem
+from proxy.core.protocols.responses.native.lifecycle import (
+    CLOSED_EARLY,
+    UPSTREAM_ENDED,
+    Content,
+    ContentStep,
+    EndStep,
+    ItemEnd,
+    content_after,
+    end_after,
+)
 
 
 class WireEvent:
@@ -71,10 +81,9 @@ class ClientItem:
     call_id: str = ""
     name: str = ""
     call: NativeCall | None = None  # a function_call item's call (its argument text is there)
-    args_done: bool = False  # its function_call_arguments.done went out
     text: list[str] = field(default_factory=list)  # text of the open part (messages)
     texts: list[str] = field(default_factory=list)  # text of each part done
-    part_open: bool = False
+    content: Content = Content.NO_PART  # its part or its arguments (lifecycle.py)
     done: JSONObject | None = None  # the item as its output_item.done showed it
     synthetic: FunctionCallItem | None = None  # a call the proxy made out of markup
     up: UpstreamItem | None = None  # the upstream item it shows (None: a call out of markup)
@@ -83,6 +92,18 @@ class ClientItem:
     def arguments(self) -> str:
         return self.call.text() if self.call is not None else ""
 
+    @property
+    def args_done(self) -> bool:
+        """Its function_call_arguments.done went out."""
+        return self.content is Content.ARGS_DONE
+
+    @property
+    def part_open(self) -> bool:
+        return self.content is Content.PART_OPEN
+
+    def step(self, step: ContentStep) -> None:
+        self.content = content_after(self.content, step)
+
 
 @dataclass(eq=False, slots=True)
 class UpstreamItem:
@@ -90,12 +111,24 @@ class UpstreamItem:
 
     type: str
     target: ClientItem | None = None  # where its events go (None: not yet shown, or closed early)
-    closed_early: bool = False  # the proxy ended it; the upstream's own closing is dropped
+    end: ItemEnd = ItemEnd.OPEN  # who ended it (lifecycle.py)
     call: NativeCall | None = None  # a function_call item's call, once its added came through
     deferred: list[WireEvent] = field(default_factory=list)  # its opening, held until text shows
     extractor: FailOpen | None = None  # markup in its text becomes calls
     rewritten: bool = False  # text was taken out (markup): the done events are rewritten
-    done: bool = False
+
+    @property
+    def closed_early(self) -> bool:
+        """The proxy ended it; the upstream's own closing is dropped."""
+        return self.end in CLOSED_EARLY
+
+    @property
+    def done(self) -> bool:
+        """Its output_item.done came."""
+        return self.end in UPSTREAM_ENDED
+
+    def ended(self, step: EndStep) -> None:
+        self.end = end_after(self.end, step)
 
 
 @dataclass(eq=False, slots=True)

@@ -19,6 +19,7 @@ from proxy.core.markup import build_extractor
 from proxy.core.markup.fail_open import fail_open
 from proxy.core.protocols.responses.native import fields as call_fields
 from proxy.core.protocols.responses.native.calls import DELTA, NativeCalls
+from proxy.core.protocols.responses.native.lifecycle import EndStep
 from proxy.core.protocols.responses.native.model import (
     ClientItem,
     UpstreamItem,
@@ -292,7 +293,7 @@ class ItemFlow:
         if call is not None and call.state is not OPEN:
             self.calls.call_ended(call, ev.get("item"))
             if call.state is DROPPED:
-                up.done = True
+                up.ended(EndStep.UPSTREAM_ENDS)
                 return
         if up.extractor is not None or up.rewritten or (up.target is None and up.deferred):
             self.text.text_done(up, ev)
@@ -301,12 +302,12 @@ class ItemFlow:
         if up.closed_early or (out is None and up.done):
             if not up.closed_early:
                 self.emit(ev)
-            up.done = True
+            up.ended(EndStep.UPSTREAM_ENDS)
             return
         if out is None or (self._open_item is not out and self._open_item is not None):
             self.wait(up, ev)
             return
-        up.done = True
+        up.ended(EndStep.UPSTREAM_ENDS)
         item = ev.payload["item"]
         self.fix_item_fields_done(ev, item, out)
         if out.type == "function_call":
@@ -369,7 +370,7 @@ class ItemFlow:
         the end of the stream; closing events of its that still come are dropped."""
         self.repair(Repair.ITEM_DONE_MISSING)
         if out.up is not None and out.up.target is out:
-            out.up.closed_early = True
+            out.up.ended(EndStep.PROXY_ENDS)
         if out.type == "message":
             if out.part_open:
                 self.text.close_part(out)

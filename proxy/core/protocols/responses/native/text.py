@@ -17,6 +17,7 @@ from typing import Protocol
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
 from proxy.core.protocols.responses.native.calls import NativeCalls
+from proxy.core.protocols.responses.native.lifecycle import ContentStep, EndStep
 from proxy.core.protocols.responses.native.model import (
     ClientItem,
     UpstreamItem,
@@ -61,7 +62,8 @@ class MessageText:
         """content_index, logprobs and annotations of a message's part events, and its text."""
         kind = ev.type
         if kind == "response.content_part.added":
-            out.part_open, out.text = True, []
+            out.step(ContentStep.PART_ADDED)
+            out.text = []
             self._annotations(ev)
         elif not out.part_open and kind.startswith("response.output_text."):
             self._items.repair(Repair.ITEM_ADDED_MISSING)
@@ -83,7 +85,8 @@ class MessageText:
         elif kind == "response.content_part.done":
             self._annotations(ev)
             out.texts.append("".join(out.text))
-            out.part_open, out.text = False, []
+            out.step(ContentStep.PART_DONE)
+            out.text = []
 
     def _annotations(self, ev: WireEvent) -> None:
         part = ev.get("part")
@@ -97,7 +100,8 @@ class MessageText:
             ev.changed()
 
     def _insert_part_added(self, out: ClientItem) -> None:
-        out.part_open, out.text = True, []
+        out.step(ContentStep.PART_ADDED)
+        out.text = []
         self._items.insert(
             {
                 "type": "response.content_part.added",
@@ -119,7 +123,8 @@ class MessageText:
             {"type": "response.content_part.done", **head, "part": message_part(text)}
         )
         out.texts.append(text)
-        out.part_open, out.text = False, []
+        out.step(ContentStep.PART_DONE)
+        out.text = []
 
     # -- markup in text --------------------------------------------------------------------------
 
@@ -151,7 +156,7 @@ class MessageText:
     def text_done(self, up: UpstreamItem, ev: WireEvent) -> None:
         """The upstream's output_item.done of a message its text went through the extractor."""
         self.end_extraction(up)
-        up.done = True
+        up.ended(EndStep.UPSTREAM_ENDS)
         if up.target is None and up.deferred and not up.rewritten:
             self._show(up)  # an empty message: shown as it came
         target = up.target
