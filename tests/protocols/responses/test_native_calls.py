@@ -1,4 +1,4 @@
-"""Native Responses function calls through the shared call table (native_driver.py): which
+"""Native Responses function calls through the shared call table (native/calls.py): which
 call input each event becomes, and what the table's answers mean for a stream: a call held
 for its name goes out with its own events when the name comes (or, cut, as it came); under
 ``dedupe_calls`` a repeat is dropped however late its name came; empty arguments are the
