@@ -11,6 +11,7 @@ import pytest
 from proxy.core.errors import NormalizerError
 from proxy.core.protocols.messages.native import lifecycle as messages
 from proxy.core.protocols.responses.native import lifecycle as responses
+from proxy.core.protocols.responses.native.model import UpstreamItem
 
 TABLES: dict[str, tuple[Any, Any]] = {
     "responses": (responses, responses.RESPONSE),
@@ -67,3 +68,11 @@ def test_a_calls_arguments_end_once_and_a_message_part_is_no_call() -> None:
         responses.content_after(done, step.PART_ADDED)
     with pytest.raises(NormalizerError, match="no content transition"):
         responses.content_after(content.PART_OPEN, step.ARGS_DONE)
+
+
+def test_an_items_views_say_what_the_tables_sets_say() -> None:
+    item = UpstreamItem("message")
+    for end in responses.ItemEnd:
+        item.end = end
+        assert item.closed_early is (end in responses.CLOSED_EARLY)
+        assert item.done is (end in responses.UPSTREAM_ENDED)

@@ -63,6 +63,7 @@ from proxy.core.protocols.messages.request import convert_tools
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event, RawBytes, SSEDecoder
 
+_OVER = Phase.OVER  # asked on every event: a module name, not the enum's class attribute
 _Pending = tuple[int, Event, JSONObject]  # an event waiting: its place among the upstream's
 
 
@@ -132,7 +133,7 @@ class NativeMessages(ClientSide):
             self._give_up(counted=item.reason == "oversize")
             self.out.append(item.raw)
             return
-        if item.data is None or self._phase is Phase.OVER:
+        if item.data is None or self._phase is _OVER:
             self.out.append(item.raw)
             return
         try:

@@ -21,8 +21,6 @@ from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup.fail_open import FailOpen
 from proxy.core.protocols.responses.items import FunctionCallItem
 from proxy.core.protocols.responses.native.lifecycle import (
-    CLOSED_EARLY,
-    UPSTREAM_ENDED,
     Content,
     ContentStep,
     EndStep,
@@ -30,6 +28,12 @@ from proxy.core.protocols.responses.native.lifecycle import (
     content_after,
     end_after,
 )
+
+# Read on every event: module names, not the enums' class attributes (a lookup through the
+# class each time, and ``in`` a frozenset hashes an Enum in Python); lifecycle.py's
+# CLOSED_EARLY and UPSTREAM_ENDED say the same, and a test holds them equal.
+_ARGS_DONE, _PART_OPEN = Content.ARGS_DONE, Content.PART_OPEN
+_BY_PROXY, _BY_UPSTREAM, _BY_BOTH = ItemEnd.BY_PROXY, ItemEnd.BY_UPSTREAM, ItemEnd.BY_BOTH
 
 
 class WireEvent:
@@ -95,11 +99,11 @@ class ClientItem:
     @property
     def args_done(self) -> bool:
         """Its function_call_arguments.done went out."""
-        return self.content is Content.ARGS_DONE
+        return self.content is _ARGS_DONE
 
     @property
     def part_open(self) -> bool:
-        return self.content is Content.PART_OPEN
+        return self.content is _PART_OPEN
 
     def step(self, step: ContentStep) -> None:
         self.content = content_after(self.content, step)
@@ -119,13 +123,15 @@ class UpstreamItem:
 
     @property
     def closed_early(self) -> bool:
-        """The proxy ended it; the upstream's own closing is dropped."""
-        return self.end in CLOSED_EARLY
+        """The proxy ended it; the upstream's own closing is dropped (``CLOSED_EARLY``)."""
+        end = self.end
+        return end is _BY_PROXY or end is _BY_BOTH
 
     @property
     def done(self) -> bool:
-        """Its output_item.done came."""
-        return self.end in UPSTREAM_ENDED
+        """Its output_item.done came (``UPSTREAM_ENDED``)."""
+        end = self.end
+        return end is _BY_UPSTREAM or end is _BY_BOTH
 
     def ended(self, step: EndStep) -> None:
         self.end = end_after(self.end, step)

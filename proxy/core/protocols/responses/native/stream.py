@@ -54,6 +54,8 @@ from proxy.core.protocols.responses.native.structure import ItemFlow
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event, RawBytes, SSEDecoder
 
+# asked on every event: module names, not the enum's class attributes (a lookup each time)
+_NEW, _CREATED, _OVER = Phase.NEW, Phase.CREATED, Phase.OVER
 _TERMINAL: Final = ("response.completed", "response.incomplete", "response.failed")
 _ITEM_EVENTS: Final = frozenset(
     {
@@ -202,20 +204,20 @@ class NativeStream(ItemFlow):
 
     def dispatch(self, ev: WireEvent) -> None:
         phase = self._phase
-        if phase is Phase.OVER:  # the terminal event went out: the response is over for the client
+        if phase is _OVER:  # the terminal event went out: the response is over for the client
             self.repair(Repair.EVENT_AFTER_TERMINAL)
             return
         kind = ev.type
-        if phase is Phase.NEW and kind != "response.created":
+        if phase is _NEW and kind != "response.created":
             self.repair(Repair.CREATED_MISSING)
             self._start(WireEvent({"type": "response.created", "response": {}}, None))
         if kind == "response.created":
-            if self._phase is not Phase.NEW:  # one response a stream: a client starts over
+            if self._phase is not _NEW:  # one response a stream: a client starts over
                 self.repair(Repair.CREATED_REPEATED)
             else:
                 self._start(ev)
             return
-        if self._phase is Phase.CREATED:
+        if self._phase is _CREATED:
             self._phase = after(self._phase, Step.IN_PROGRESS)
             if kind != "response.in_progress":
                 self.repair(Repair.CREATED_MISSING)
