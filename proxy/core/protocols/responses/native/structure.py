@@ -19,7 +19,7 @@ from proxy.core.markup import build_extractor
 from proxy.core.markup.fail_open import fail_open
 from proxy.core.protocols.responses.native import fields as call_fields
 from proxy.core.protocols.responses.native.calls import DELTA, NativeCalls
-from proxy.core.protocols.responses.native.lifecycle import EndStep
+from proxy.core.protocols.responses.native.lifecycle import EndStep, ItemEnd
 from proxy.core.protocols.responses.native.model import (
     ClientItem,
     UpstreamItem,
@@ -31,6 +31,7 @@ from proxy.core.protocols.responses.native.text import MessageText
 from proxy.core.protocols.responses.wire import frame
 from proxy.core.repairs import Repair
 
+_OPEN = ItemEnd.OPEN  # asked on every event: a module name, not the class attribute
 _ID_PREFIX: Final = {"message": "msg_", "function_call": "fc_", "reasoning": "rs_"}
 
 
@@ -222,7 +223,7 @@ class ItemFlow:
             self.text.text_event(up, ev)
             return
         out = up.target
-        if up.closed_early:
+        if up.end is not _OPEN and up.closed_early:  # most items are open: no call
             if ev.type.endswith(".delta"):
                 self.emit(ev)  # text after the item was ended: passed on, never lost
             return  # the proxy ended the item already; its late closing is dropped
