@@ -20,6 +20,13 @@ from typing import Final
 from proxy.core.errors import NormalizerError
 
 
+class _Identity(Enum):
+    """An Enum hashed by identity: its members are looked up once an item (Enum's own hash
+    is a Python call on its name, twice a lookup of a pair)."""
+
+    __hash__ = object.__hash__
+
+
 class Phase(Enum):
     NEW = "new"  #: nothing went out yet
     CREATED = "created"  #: response.created went out
@@ -55,14 +62,14 @@ def after(phase: Phase, step: Step) -> Phase:
 # come again: the table is total, and an end that changes nothing keeps the phase.
 
 
-class ItemEnd(Enum):
+class ItemEnd(_Identity):
     OPEN = "open"
     BY_PROXY = "by-proxy"  #: the proxy ended it; the upstream has not
     BY_UPSTREAM = "by-upstream"  #: its output_item.done came
     BY_BOTH = "by-both"  #: the proxy ended it, then its output_item.done came
 
 
-class EndStep(Enum):
+class EndStep(_Identity):
     PROXY_ENDS = "proxy-ends"
     UPSTREAM_ENDS = "upstream-ends"
 
@@ -88,13 +95,13 @@ UPSTREAM_ENDED: Final = frozenset({ItemEnd.BY_UPSTREAM, ItemEnd.BY_BOTH})
 # as the upstream's event passes on regardless. A call's arguments end once for good.
 
 
-class Content(Enum):
+class Content(_Identity):
     NO_PART = "no-part"  #: a message between parts, or a call whose arguments go on
     PART_OPEN = "part-open"  #: a message's part is open
     ARGS_DONE = "args-done"  #: a call's function_call_arguments.done went out
 
 
-class ContentStep(Enum):
+class ContentStep(_Identity):
     PART_ADDED = "part-added"
     PART_DONE = "part-done"
     ARGS_DONE = "args-done"
