@@ -33,7 +33,7 @@ from proxy.core.protocols import chat
 from proxy.core.protocols.base import ChatRequest, ClientProtocol
 from proxy.core.protocols.chat.decode import completion_events
 from proxy.core.protocols.responses.context import ToolRef
-from proxy.core.protocols.responses.native_tools import NamesBack
+from proxy.core.protocols.responses.native.tools import NamesBack, names_back
 
 __all__ = [
     "ChatRequest",
@@ -142,12 +142,15 @@ def repair_whole(
     options: UpstreamOptions,
     request: object,
     new_id: Callable[[], str],
+    names: Renames | None = None,
 ) -> tuple[bytes, Counter[str]]:
     """A CHAT or NATIVE plan's whole body, repaired in the client's protocol, and the
-    repairs it took; ``request``: the ``request_facts``."""
-    return _protocol(plan).native_completion(
+    repairs it took; ``request``: the ``request_facts``; ``names``, native Responses only:
+    the tools its request repair renamed, named back as in a stream."""
+    fixed, repairs = _protocol(plan).native_completion(
         body=body, request=request, options=options, new_id=new_id
     )
+    return (names_back(fixed, names) if names else fixed), repairs
 
 
 def translate_whole(

@@ -81,7 +81,7 @@ async def _in_place(
             resp, state.settings.limits.max_response_body_bytes, idle=state.settings.timeouts.idle
         )
         if complete:
-            return _repaired_whole(request, upstream, plan, facts, resp, body)
+            return _repaired_whole(request, upstream, plan, facts, resp, body, names)
         head = body  # too large to hold, or cut off: what came goes out first, then the rest
     if rewrite and kind == _SSE:
         # a plan that rewrites is made only for an upstream that normalizes (settings.py)
@@ -113,14 +113,20 @@ def _repaired_whole(
     facts: object,
     resp: ClientResponse,
     body: bytes,
+    names: streams.Renames | None,
 ) -> web.Response:
     """A whole body of the client's own protocol (a chat completion, a native Response or
-    Message), repaired."""
+    Message), repaired, its renamed tools named back as in a stream."""
     assert upstream.normalize is not None
     exchange = request[EXCHANGE]
     exchange.meter.received(body)
     fixed, repairs = streams.repair_whole(
-        plan, body=body, options=upstream.normalize, request=facts, new_id=new_id_factory()
+        plan,
+        body=body,
+        options=upstream.normalize,
+        request=facts,
+        new_id=new_id_factory(),
+        names=names,
     )
     exchange.completion_rewritten(resp.status, repairs)
     exchange.meter.sending(fixed)

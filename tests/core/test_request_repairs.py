@@ -11,8 +11,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from proxy.core.protocols.messages.native_request import native_request as messages_native
-from proxy.core.protocols.responses.native_tools import native_request as responses_native
+from proxy.core.protocols.messages.native.request import native_request as messages_native
+from proxy.core.protocols.responses.native.tools import native_request as responses_native
 from proxy.core.repairs import Repair
 from proxy.core.request_repairs import ids
 from proxy.core.request_repairs.needs import FAMILIES, TemplateNeeds, needs_of_template

@@ -10,7 +10,7 @@ from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.registry import CLIENT_PROTOCOLS
 from proxy.core.repairs import Repair
 from tests.protocols import native_shapes as s
-from tests.protocols.test_native_limits import REQUESTS
+from tests.protocols.native_cases import REQUESTS
 
 
 def repairs_of(protocol: str, events: list[bytes]) -> dict[str, int]:

@@ -15,9 +15,9 @@ import pytest
 from proxy.core.errors import DialectError
 from proxy.core.events import Ended, Finished, FinishReason, Started, TextDelta, Usage
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.responses import native_flow
-from proxy.core.protocols.responses.native import NativeStream
-from proxy.core.protocols.responses.native_request import NativeRequest
+from proxy.core.protocols.responses.native import structure as native_flow
+from proxy.core.protocols.responses.native.request import NativeRequest
+from proxy.core.protocols.responses.native.stream import NativeStream
 from tests.protocols.messages import streams
 from tests.protocols.messages.checker import check
 from tests.protocols.messages.native_helpers import repair
@@ -27,7 +27,7 @@ from tests.protocols.responses.test_native import WEATHER_TOOLS
 from tests.test_normalize_dialects import FailingHermes
 
 # the package's ``native`` entry point shadows the module's name
-messages_native = importlib.import_module("proxy.core.protocols.messages.native")
+messages_native = importlib.import_module("proxy.core.protocols.messages.native.stream")
 
 # "<tool" and then "<tool_ca" are held as a possible marker when BOOM makes the dialect fail
 PIECES = ["a <tool", "_ca", "BOOM", " later"]

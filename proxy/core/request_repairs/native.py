@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from proxy.core.jsonvalues import JSONObject
-from proxy.core.protocols.messages import native_request as messages_native
-from proxy.core.protocols.responses import native_tools
+from proxy.core.protocols.messages.native import request as messages_native
 from proxy.core.protocols.responses.context import ToolRef
+from proxy.core.protocols.responses.native import tools as native_tools
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,9 @@
 """Native mode: a server's own /v1/messages stream, repaired in place.
 
-Recorded canonical streams must come out byte-identical; each in-scope quirk, applied to the
-recorded streams, must come out canonical (the strict checker) with the calls the canonical
-stream had, recording the repair kind, however the bytes are cut.
+Each in-scope quirk, applied to the recorded streams, must come out canonical (the strict
+checker) with the calls the canonical stream had, recording the repair kind, however the bytes
+are cut. That recorded canonical streams come out byte-identical, and cut short as they came,
+is the native contract's (tests/protocols/test_native_contract.py).
 """
 
 from __future__ import annotations
@@ -29,15 +30,6 @@ WITH_ARGS = [name for name in WITH_TOOLS if check(streams.recorded(name)).tool_u
 
 def calls(result: Result) -> list[tuple[str, str, object]]:
     return [(b["id"], b["name"], b["input"]) for b in result.tool_uses]
-
-
-@pytest.mark.parametrize("name", RECORDED)
-def test_canonical_recorded_stream_is_byte_identical_at_every_cut(name: str):
-    data = streams.recorded(name)
-    for pieces in every_cut(data, name):
-        out, repairs = repair(pieces)
-        assert out == data
-        assert not repairs
 
 
 QUIRKS: list[tuple[Callable[[streams.Events], streams.Events], set[str]]] = [
@@ -159,14 +151,6 @@ def test_markup_stays_text_when_the_request_offered_no_tools():
     out, repairs = repair(broken, {"model": "m", "messages": []})
     assert out == broken
     assert not repairs
-
-
-def test_a_cut_stream_gets_no_clean_finish():
-    data = streams.recorded("anthropic-haiku35-text-then-tool")
-    head = data[: data.index(b"event: message_delta")]
-    out, _ = repair(head, complete=False)
-    assert out == head
-    assert b"message_stop" not in out
 
 
 def test_qwen3_coder_markup_split_across_deltas_becomes_a_tool_use_block():

@@ -10,10 +10,10 @@ import json
 import pytest
 
 from proxy.core.calls import driver
-from proxy.core.calls.driver import CallDriver
+from proxy.core.calls.driver import Calls
 from proxy.core.calls.state import S1, Action, CallInput, CallState, transition
-from proxy.core.protocols.messages import native_calls
-from proxy.core.protocols.messages.native_calls import end_input, naming_input
+from proxy.core.protocols.messages.native import calls as native_calls
+from proxy.core.protocols.messages.native.calls import end_input, naming_input
 from proxy.core.repairs import Repair
 from tests.protocols.messages import streams
 from tests.protocols.messages.checker import check, events_of
@@ -159,13 +159,13 @@ def lookups(monkeypatch: pytest.MonkeyPatch, *, asked: bool) -> list[int]:
         monkeypatch.setattr(native_calls, "_COLLECTS", ())
         monkeypatch.setattr(native_calls, "_DONE", ())
     looked_up: list[int] = []
-    lookup = CallDriver._input
+    lookup = Calls.input
 
     def counting(self, *args, **kwargs):
         looked_up.append(1)
         return lookup(self, *args, **kwargs)
 
-    monkeypatch.setattr(CallDriver, "_input", counting)
+    monkeypatch.setattr(Calls, "input", counting)
     return looked_up
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from proxy.core.protocols.messages.native_request import native_request
+from proxy.core.protocols.messages.native.request import native_request
 from proxy.core.repairs import Repair
 
 

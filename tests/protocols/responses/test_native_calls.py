@@ -1,4 +1,4 @@
-"""Native Responses function calls through the shared call table (native_driver.py): which
+"""Native Responses function calls through the shared call table (native/calls.py): which
 call input each event becomes, and what the table's answers mean for a stream: a call held
 for its name goes out with its own events when the name comes (or, cut, as it came); under
 ``dedupe_calls`` a repeat is dropped however late its name came; empty arguments are the
@@ -25,9 +25,9 @@ from proxy.core.events import (
     TextDelta,
     Usage,
 )
-from proxy.core.protocols.responses.native import NativeStream
-from proxy.core.protocols.responses.native_items import Ev, NativeCall
-from proxy.core.protocols.responses.native_request import NativeRequest
+from proxy.core.protocols.responses.native.model import NativeCall, WireEvent
+from proxy.core.protocols.responses.native.request import NativeRequest
+from proxy.core.protocols.responses.native.stream import NativeStream
 from proxy.core.repairs import Repair
 from tests.protocols.responses import variants as v
 from tests.protocols.responses.checker import check
@@ -39,30 +39,30 @@ PARIS = ('{"location"', ': "Paris"}')
 HERMES = '<tool_call>\n{"name": "get_weather", "arguments": {"location": "Paris"}}\n</tool_call>'
 
 
-class Recording(NativeStream):
-    """A native stream that notes each call input: its name, its text, the state after."""
-
-    inputs: list[tuple[str, str, str]]
-
-    def call_input(self, call: Any, event: Any, text: str = "", ev: Ev | None = None) -> None:
-        super().call_input(call, event, text, ev)
-        self.inputs.append((event.name, text, call.state.name))
-
-
 def record(
     body: bytes, *, dedupe: bool = False, hot: bool = True
 ) -> tuple[list[tuple[str, str, str]], bytes]:
+    """The stream's output, and each call input its calls took: its name, its text, the
+    state after."""
     counter = itertools.count(1)
-    native = Recording(
+    native = NativeStream(
         lambda: f"n{next(counter):04d}",
         NativeRequest.from_body(WEATHER_TOOLS),
         options=replace(NATIVE, dedupe_calls=dedupe),
     )
-    native.inputs = []
+    inputs: list[tuple[str, str, str]] = []
+    calls = native.calls
+    take = calls.call_input
+
+    def call_input(call: Any, event: Any, text: str = "", ev: WireEvent | None = None) -> None:
+        take(call, event, text, ev)
+        inputs.append((event.name, text, call.state.name))
+
+    calls.call_input = call_input  # type: ignore[method-assign]
     if not hot:  # the table's answer turned around: no state streams its arguments
-        native._streams = ()
+        calls.calls.streams = ()
     out = b"".join(native.feed(body) + native.close(complete=True))
-    return native.inputs, out
+    return inputs, out
 
 
 def calls(*specs: tuple[str, str, tuple[str, ...]], text: str = "") -> v.Payloads:
@@ -211,7 +211,7 @@ def test_a_dropped_repeat_is_no_call_before_the_next():
 def test_the_calls_are_records_of_the_shared_table():
     native = NativeStream(lambda: "x", NativeRequest.from_body(WEATHER_TOOLS), options=NATIVE)
     native.feed(v.sse(calls(("call_w", "get_weather", PARIS))))
-    (call,) = native._calls
+    (call,) = native.calls.calls.records
     assert isinstance(call, NativeCall)
     assert (call.name, call.id, call.text()) == ("get_weather", "call_w", '{"location": "Paris"}')
 

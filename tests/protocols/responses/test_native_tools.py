@@ -7,7 +7,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from proxy.core.protocols.responses.native_tools import NamesBack, native_request
+from proxy.core.protocols.responses.native.tools import NamesBack, native_request
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event, SSEDecoder, encode_event
 

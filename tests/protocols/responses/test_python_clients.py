@@ -266,3 +266,137 @@ async def test_native_non_streamed_response_gets_its_missing_call_id(serve):
     answer = await client.responses.create(model="m", input="Hi", tools=[WEATHER])
     [call] = answer.output
     assert call.call_id == "call_fc_1"
+
+
+NAMESPACE = {
+    "type": "namespace",
+    "name": "multi_agent_v1",
+    "description": "agents",
+    "tools": [
+        {"type": "function", "name": "spawn_agent", "parameters": {"type": "object"}},
+    ],
+}
+CUSTOM = {"type": "custom", "name": "apply_patch", "description": "Patch files."}
+
+
+def _renamed_calls_app(seen: list[dict[str, Any]]) -> web.Application:
+    """A server's own /v1/responses that knows functions only (native_tools.py sent the
+    client's namespace and custom tools as such): it calls both, whole or streamed."""
+    output = [
+        {
+            "id": "fc_1",
+            "type": "function_call",
+            "status": "completed",
+            "call_id": "call_1",
+            "name": "multi_agent_v1__spawn_agent",
+            "arguments": "{}",
+        },
+        {
+            "id": "fc_2",
+            "type": "function_call",
+            "status": "completed",
+            "call_id": "call_2",
+            "name": "apply_patch",
+            "arguments": '{"input":"*** Begin Patch"}',
+        },
+    ]
+    response = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1800000000,
+        "status": "completed",
+        "model": "m",
+        "output": output,
+        "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
+    }
+
+    async def responses(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        seen.append(body)
+        if not body.get("stream"):
+            return web.json_response(response)
+        events: list[dict[str, Any]] = [
+            {"type": "response.created", "response": {**response, "output": []}},
+        ]
+        for index, item in enumerate(output):
+            events += [
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {**item, "arguments": "", "status": "in_progress"},
+                },
+                {
+                    "type": "response.function_call_arguments.delta",
+                    "output_index": index,
+                    "item_id": item["id"],
+                    "delta": item["arguments"],
+                },
+                {
+                    "type": "response.function_call_arguments.done",
+                    "output_index": index,
+                    "item_id": item["id"],
+                    "arguments": item["arguments"],
+                },
+                {"type": "response.output_item.done", "output_index": index, "item": item},
+            ]
+        events.append({"type": "response.completed", "response": response})
+        text = "".join(
+            f"event: {e['type']}\ndata: {json.dumps({**e, 'sequence_number': n})}\n\n"
+            for n, e in enumerate(events)
+        )
+        return web.Response(body=text.encode(), content_type="text/event-stream")
+
+    app = web.Application()
+    app.router.add_post("/v1/responses", responses)
+    return app
+
+
+async def test_native_non_streamed_calls_of_renamed_tools_come_back_as_the_clients(serve):
+    """Issue 23: the request sent the namespace and custom tools as functions; the whole
+    answer names them back (as the stream does), and openai-python parses the client's items."""
+    seen: list[dict[str, Any]] = []
+    _, client = await serve(_renamed_calls_app(seen), responses="native")
+    answer = await client.responses.create(model="m", input="Go", tools=[NAMESPACE, CUSTOM])
+    assert [t["name"] for t in seen[0]["tools"]] == ["multi_agent_v1__spawn_agent", "apply_patch"]
+    spawn, patch = answer.output
+    assert spawn.type == "function_call"
+    assert (spawn.name, spawn.namespace, spawn.call_id) == (
+        "spawn_agent",
+        "multi_agent_v1",
+        "call_1",
+    )
+    assert patch.type == "custom_tool_call"
+    assert (patch.name, patch.input, patch.call_id) == ("apply_patch", "*** Begin Patch", "call_2")
+
+
+async def test_native_whole_and_streamed_answers_name_the_tools_back_alike(serve):
+    seen: list[dict[str, Any]] = []
+    proxy, _ = await serve(_renamed_calls_app(seen), responses="native")
+    request = {"model": "m", "input": "Go", "tools": [NAMESPACE, CUSTOM]}
+    whole = await (await proxy.post("/v1/responses", json=request)).json()
+    resp = await proxy.post("/v1/responses", json={**request, "stream": True})
+    events = [
+        json.loads(line[len("data: ") :])
+        for line in (await resp.text()).splitlines()
+        if line.startswith("data: ")
+    ]
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    assert events[-1]["type"] == "response.completed"
+    assert events[-1]["response"]["output"] == whole["output"]
+    assert [i["type"] for i in whole["output"]] == ["function_call", "custom_tool_call"]
+    assert "arguments" not in whole["output"][1]
+
+
+async def test_native_non_streamed_answer_without_renamed_calls_passes_byte_for_byte(serve):
+    body = json.dumps({"id": "resp_1", "object": "response", "output": [], "usage": {}}).encode()
+
+    async def responses(request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_post("/v1/responses", responses)
+    proxy, _ = await serve(app, responses="native")
+    resp = await proxy.post(
+        "/v1/responses", json={"model": "m", "input": "Go", "tools": [NAMESPACE, CUSTOM]}
+    )
+    assert await resp.read() == body

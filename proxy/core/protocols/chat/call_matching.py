@@ -58,7 +58,7 @@ class CallMatching(CallPieces):
             call = None
         if call is None:
             call = Call(td.key, td.id, origin=self._source, origin_choice=self._choice)
-            self._calls.append(call)
+            self._calls.records.append(call)
         if td.key is not None:
             self._by_key[td.key] = call
         if td.id is not None and call.upstream_id is None and call.id is None:
@@ -133,7 +133,7 @@ class CallMatching(CallPieces):
         else:
             call.has_type = call.has_type or td.type_ok
             call.had_args_key = call.had_args_key or td.has_args
-        self._release_others(call, sink)
+        self._calls.release_others(call, sink)
         if named:
             extras = Extras.of(td.extras, td.fn_extras)
             self._input(call, CallInput.ARGS, td.args, sink, extras=extras)
@@ -146,14 +146,14 @@ class CallMatching(CallPieces):
                 call.name = td.name
                 if call.waited:
                     self._record(Repair.NAME_AFTER_ARGS)
-                self._input(call, self._naming(call, td.args), td.args, sink)
+                self._input(call, self._calls.naming(call, td.args), td.args, sink)
         if (
             may_become_whole(call.state, call.placeholder_args)
             and td.args.rstrip()[-1:] in ("}", "]")
             and call.args.complete() is not INVALID
         ):
             call.whole = True
-            if compared_when_whole(self._table, call.state):
+            if compared_when_whole(self._calls.table, call.state):
                 self._input(call, CallInput.COMPLETE, "", sink)
             else:
-                self._send_whole_calls(sink)
+                self._calls.send_whole_calls(sink)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from proxy.core.calls.driver import Calls
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.chat.choice_base import ChoiceBase
 from proxy.core.protocols.chat.deltas import (
@@ -22,28 +23,36 @@ from proxy.core.protocols.chat.deltas import (
     OpeningDelta,
     added,
 )
-from proxy.core.protocols.chat.pieces import Call, Piece, Sink, Source
+from proxy.core.protocols.chat.pieces import Call, Piece, Sink, Source, StreamContext
 from proxy.core.repairs import Repair
 
 
 class CallPieces(ChoiceBase):
-    # -- what the driver asks for ------------------------------------------------------------
+    def __init__(self, stream: StreamContext, source: Source, choice: JSONObject) -> None:
+        super().__init__(stream, source, choice)
+        self._calls = Calls(self._s, self, coalesce=stream.coalesce, dedupe=stream.dedupe)
+        # bound once: asked on every delta
+        self._record = self._calls.record
+        self._input = self._calls.input
+        self._keep = self._calls.keep
 
-    def _put_opening(self, call: Call, args: str, out: Sink) -> None:
+    # -- what the calls send (calls/driver.py's CallWriter) -----------------------------
+
+    def put_opening(self, call: Call, args: str, out: Sink) -> None:
         out.put(self._opening(call, args), call)
 
-    def _put_held_args(self, call: Call, text: str, out: Sink) -> None:
+    def put_held_args(self, call: Call, text: str, out: Sink) -> None:
         out.put(self._args_piece(call, text, call.origin, call.origin_choice), call)
 
-    def _put_args(self, call: Call, text: str, out: Sink, extras: Extras | None) -> None:
+    def put_args(self, call: Call, text: str, out: Sink, extras: Extras | None) -> None:
         # every continuation of a call streamed on the slow path comes here: built in place
         assert call.index is not None  # the opening went out first
         out.put(Piece(self._source, self._choice, ArgsDelta(call.index, text, extras)))
 
-    def _hold_opening(self, call: Call, args: str) -> None:
+    def hold_opening(self, call: Call, args: str) -> None:
         call.placeholder = self._opening(call, args)
 
-    def _release_opening(self, call: Call, out: Sink, *, without_args: bool) -> None:
+    def release_opening(self, call: Call, out: Sink, *, without_args: bool) -> None:
         held, call.placeholder = call.placeholder, None
         assert held is not None
         if without_args:
@@ -51,14 +60,14 @@ class CallPieces(ChoiceBase):
             held = replace(held, delta=replace(held.delta, arguments=""))
         out.put(held, call)
 
-    def _add_extras(self, call: Call, extras: Extras) -> None:
+    def add_extras(self, call: Call, extras: Extras) -> None:
         call.extras = added(call.extras, extras)
 
-    def _holding(self, call: Call, out: Sink) -> None:
+    def holding(self, call: Call, out: Sink) -> None:
         if call.slot is None and call not in out.holding:
             out.holding.append(call)
 
-    def _settled(self, call: Call) -> None:
+    def settled(self, call: Call) -> None:
         if call.slot is not None:
             call.slot.done = True
 

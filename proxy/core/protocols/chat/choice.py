@@ -60,7 +60,7 @@ class ChoiceNormalizer(Finishing):
         finish = self._read_finish(choice.get("finish_reason"))
         if finish is not None:
             self._end_all(sink, complete=finish != "length")
-            if finish == "stop" and self._sent_calls:
+            if finish == "stop" and self._calls.sent:
                 finish = self._calls_finish(Repair.FINISH_STOP_WITH_CALLS)
         pieces = self._with_head(head, sink, delta)
         if finish is not None:

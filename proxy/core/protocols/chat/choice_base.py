@@ -17,17 +17,19 @@ attributes, and a layer of indirection would be paid on each of them.
 
 from __future__ import annotations
 
-from proxy.core.calls.driver import CallDriver
+from proxy.core.calls.driver import Calls
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup.base import Extractor
 from proxy.core.protocols.chat.deltas import Extras
 from proxy.core.protocols.chat.pieces import Call, Sink, Source, StreamContext
 
 
-class ChoiceBase(CallDriver[Call, Sink, Extras]):
+class ChoiceBase:
+    _calls: Calls[Call, Sink, Extras]
+
     def __init__(self, stream: StreamContext, source: Source, choice: JSONObject) -> None:
-        # the calls, their state table and their identities: proxy/core/calls/driver.py
-        super().__init__(stream, coalesce=stream.coalesce, dedupe=stream.dedupe)
+        # the calls, their state table and their identities (proxy/core/calls/driver.py),
+        # made by chat/call_pieces.py, whose methods build what they send
         self._s = stream
         self._by_key: dict[int | str, Call] = {}
         self._by_id: dict[str, Call] = {}

@@ -51,7 +51,7 @@ class Finishing(HotPaths):
     def end_stream(self, sink: Sink, *, complete: bool, synthesize: bool) -> None:
         """Send everything held; with ``synthesize``, the finish chunk the upstream never sent."""
         self._end_all(sink, complete=complete)
-        if synthesize and self._sent_calls and self.finished is None:
+        if synthesize and self._calls.sent and self.finished is None:
             self._record(Repair.NO_FINISH_CHUNK)
             finish = self._calls_finish(None)
             sink.late.append(Piece(self._source, self._choice, FieldsDelta(NO_FIELDS), finish))
@@ -70,13 +70,14 @@ class Finishing(HotPaths):
 
     def _end_all(self, sink: Sink, *, complete: bool) -> None:
         self._stop_extracting(sink)
-        for call in self._calls:
+        calls = self._calls
+        for call in calls.records:
             self._input(call, CallInput.END, "", sink, complete=complete)
-        for _ in range(self._repeats.count(self._calls)):
+        for _ in range(calls.repeats.count(calls.records)):
             self._record(Repair.CALL_DUPLICATED)
-        for call in self._calls:
+        for call in calls.records:
             if call.args:
                 if complete and call.args.complete() is INVALID:
                     self._record(Repair.ARGS_NOT_JSON)  # Q18: seen, not repairable
                     self._cut = True
-                self._forget(call)
+                calls.forget(call)

@@ -58,8 +58,8 @@ class HotPaths(MarkupBridge):
             or not call.streams  # the table: its arguments are not sent as they come
             or call.index != key
             or complete_json(text) is not INVALID  # maybe a re-sent copy (Q17)
-            or self._placeholders
-            or self._suspects  # another call moving on settles them (``_release_others``)
+            or self._calls.placeholders
+            or self._calls.suspects  # another call moving on settles them (``release_others``)
         ):
             return None
         return call

@@ -81,11 +81,11 @@ class MarkupBridge(CallMatching):
                         origin=self._source,
                         origin_choice=self._choice,
                     )
-                    self._calls.append(call)
+                    self._calls.records.append(call)
                     self._markup_call[key] = call
-                    self._release_others(call, sink)
+                    self._calls.release_others(call, sink)
                     call.name = name
-                    self._input(call, self._naming(call, ""), "", sink)
+                    self._input(call, self._calls.naming(call, ""), "", sink)
                 case CallArgs(text=text):
                     if call is not None and text:
                         self._input(call, CallInput.ARGS, text, sink)
@@ -94,9 +94,9 @@ class MarkupBridge(CallMatching):
                 case CallClose(error=error):
                     if error is not None:
                         self._record(Repair.MARKUP_BROKEN)
-                    if call is not None and closes_whole(self._table, call.state):
+                    if call is not None and closes_whole(self._calls.table, call.state):
                         call.whole = True
-                        self._send_whole_calls(sink)
+                        self._calls.send_whole_calls(sink)
                     elif call is not None:
                         self._input(call, CallInput.END, "", sink)
                     self._markup_call[key] = None

@@ -1,8 +1,8 @@
 """The Anthropic Messages API (``POST /v1/messages``) as a client protocol.
 
 translate: request.py maps the request to Chat Completions, encode.py writes the neutral
-events of the repaired chat stream as Messages events. native: native.py repairs a server's
-own Messages stream in place (native_completion.py its non-streamed Message). errors.py is the
+events of the repaired chat stream as Messages events. native: native/stream.py repairs a
+server's own Messages stream in place (native/whole.py its non-streamed Message). errors.py is the
 error shape, count.py the ``count_tokens`` answer.
 """
 
@@ -17,8 +17,8 @@ from proxy.core.protocols.base import ChatRequest, ClientProtocol
 from proxy.core.protocols.messages.count import count_tokens
 from proxy.core.protocols.messages.encode import MessagesEncoder
 from proxy.core.protocols.messages.errors import error_body
-from proxy.core.protocols.messages.native import NativeMessages
-from proxy.core.protocols.messages.native_completion import repair_message
+from proxy.core.protocols.messages.native.stream import NativeMessages
+from proxy.core.protocols.messages.native.whole import repair_message
 from proxy.core.protocols.messages.request import (
     MessagesContext,
     convert_tools,

@@ -39,7 +39,7 @@ from proxy.core.events import (
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.messages.errors import error_object, stream_error_type
 from proxy.core.protocols.messages.message import MessageAccumulator
-from proxy.core.protocols.messages.native_block import InputEnd
+from proxy.core.protocols.messages.native.model import InputEnd
 from proxy.core.protocols.messages.request import MessagesContext
 from proxy.core.protocols.messages.wire import encode
 

@@ -14,9 +14,9 @@ from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.base import ChatRequest, ClientProtocol
 from proxy.core.protocols.responses.context import ResponsesContext
 from proxy.core.protocols.responses.encode import ResponsesEncoder
-from proxy.core.protocols.responses.native import NativeStream
-from proxy.core.protocols.responses.native_completion import repair_completion
-from proxy.core.protocols.responses.native_request import NativeRequest
+from proxy.core.protocols.responses.native.request import NativeRequest
+from proxy.core.protocols.responses.native.stream import NativeStream
+from proxy.core.protocols.responses.native.whole import repair_completion
 from proxy.core.protocols.responses.request import translate_request
 from proxy.core.protocols.responses.tools import convert_tools
 

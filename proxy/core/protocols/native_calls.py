@@ -1,8 +1,12 @@
-"""The same call twice in a row in a server's own stream (issue 16, gap 4; llama.cpp#21882).
+"""What the calls of both native repairers share: their tally, and the repeat rule.
 
-The native repairers (Responses: responses/native_driver.py; Messages:
-messages/native_calls.py) drive their calls through the shared table (calls/state.py), and
-ask this one rule of them, over the shared call records (calls/record.py):
+:class:`NativeTally` is what the calls of one native stream count and hold (calls/driver.py's
+``Tally``; chat's is its ``StreamContext``).
+
+The same call twice in a row in a server's own stream (issue 16, gap 4; llama.cpp#21882): the
+native repairers (responses/native/calls.py, messages/native/calls.py) drive their calls
+through the shared table (calls/state.py), and ask this one rule of them, over the shared call
+records (calls/record.py):
 
 * a call named like the call right before it that was not dropped is a suspect under
   ``dedupe_calls`` (its rivals, :meth:`PreviousCall.rivals`): the table holds it until its
@@ -22,12 +26,27 @@ at the call and the one before it only, and each call's arguments are parsed onc
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from proxy.core.calls.record import CallRecord
 from proxy.core.calls.repeats import Repeats, json_equal
 from proxy.core.calls.state import DROPPED
+from proxy.core.ids import IdPool
 from proxy.core.jsonvalues import INVALID
+
+
+@dataclass(slots=True)
+class NativeTally:
+    """What the calls of one native stream share (calls/driver.py's ``Tally``)."""
+
+    ids: IdPool
+    repairs: Counter[str]
+    fallback_name: str | None = None  #: the name a nameless call gets (Responses only)
+    dropped: list[str] = field(default_factory=list)  #: a dropped repeat's arguments
+    held: int = 0
+    kept: int = 0
 
 
 class PreviousCall(Repeats):

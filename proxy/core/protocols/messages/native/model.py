@@ -3,13 +3,11 @@ one tool call of it."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 import orjson
 
 from proxy.core.calls.record import CallRecord
-from proxy.core.ids import IdPool
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup.fail_open import FailOpen
 from proxy.core.markup.jsonscan import JsonValue
@@ -58,16 +56,16 @@ class ToolCall(CallRecord):
 
     #: the upstream's ``content_block_start``, written as the call's opening (None: a markup
     #: call, whose block the proxy writes)
-    start: Item | None = None
-    start_at: int = -1  #: the start's place among the upstream's events
-    start_held: bool = False  #: the start is held with the call (counted as held)
+    opening: Item | None = None
+    opening_at: int = -1  #: the start's place among the upstream's events
+    opening_held: bool = False  #: the start is held with the call (counted as held)
     #: the upstream's events of the call while it is held (a SUSPECT), in order
     held: list[Item] = field(default_factory=list)
     held_at: list[int] = field(default_factory=list)  #: their places among the upstream's
 
 
 @dataclass(slots=True)
-class Block:
+class UpstreamBlock:
     upstream: int  #: the index the server gave it (in the current generation)
     #: the index the client sees (of the latest client block it became; a tool block's is
     #: its call's, given by the call driver)
@@ -75,20 +73,7 @@ class Block:
     type: str
     end: InputEnd = field(default_factory=InputEnd)  #: where a tool block's input ends
     markup: FailOpen | None = None  #: a text block's markup parser
-    stopped: bool = False
     call: ToolCall | None = None  #: a tool_use block's call
-
-
-@dataclass(slots=True)
-class Tally:
-    """What the calls of one stream share (calls/driver.py's ``Tally``)."""
-
-    ids: IdPool
-    repairs: Counter[str]
-    fallback_name: str | None = None  #: Messages names no nameless call: never used
-    dropped: list[str] = field(default_factory=list)  #: a dropped repeat's input
-    held: int = 0
-    kept: int = 0
 
 
 def input_parses(text: str) -> bool:

@@ -22,10 +22,10 @@ Rules this module keeps:
   is inserted); a missing ``function_call_arguments.done`` or ``output_item.done``; deltas
   with no item; a ``response.completed`` whose ``output`` lacks the streamed items, or
   without ``usage``; a call cut by the token limit reported as ``completed`` (its item and the
-  response become ``incomplete``); markup in ``output_text.delta`` (native_text.py); the
+  response become ``incomplete``); markup in ``output_text.delta`` (message_text.py); the
   same call twice in a row, counted, and under ``dedupe_calls`` held until its arguments end
   and dropped. Every function call goes through the shared call state table
-  (native_driver.py, proxy/core/calls).
+  (calls.py, proxy/core/calls).
   Non-standard event names and the ``parallel`` wrapper pass through, counted. A second
   ``response.created``, and every event after the terminal one, are dropped, counted: the
   client sees one response, over at its terminal event.
@@ -47,14 +47,15 @@ from typing import Final
 from proxy.core.calls.state import SUSPECT
 from proxy.core.jsonvalues import JSONObject, loads
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.responses import native_text
-from proxy.core.protocols.responses.native_flow import ItemFlow
-from proxy.core.protocols.responses.native_items import Ev
-from proxy.core.protocols.responses.native_request import NativeRequest
-from proxy.core.protocols.responses.wire import frame
+from proxy.core.protocols.responses.native.lifecycle import Phase, Step, after
+from proxy.core.protocols.responses.native.model import WireEvent
+from proxy.core.protocols.responses.native.request import NativeRequest
+from proxy.core.protocols.responses.native.structure import ItemFlow
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event, RawBytes, SSEDecoder
 
+# asked on every event: module names, not the enum's class attributes (a lookup each time)
+_NEW, _CREATED, _OVER = Phase.NEW, Phase.CREATED, Phase.OVER
 _TERMINAL: Final = ("response.completed", "response.incomplete", "response.failed")
 _ITEM_EVENTS: Final = frozenset(
     {
@@ -103,20 +104,22 @@ class NativeStream(ItemFlow):
         *,
         options: UpstreamOptions,
     ) -> None:
-        self._new_id = new_id
         self._options = options
         self._decoder = SSEDecoder(max_event_bytes=options.max_event_bytes)
         self._raw = False  # gave up rewriting: every byte goes out as it came
-        self._seq = 0
         self._arrived = 0  # upstream events so far
-        self._out: list[bytes] = []
         dialects = options.dialects if request.extracts else ()
-        ItemFlow.__init__(self, request, dialects, dedupe=options.dedupe_calls)
+        ItemFlow.__init__(
+            self,
+            request,
+            dialects,
+            new_id=new_id,
+            dispatch=self.dispatch,
+            dedupe=options.dedupe_calls,
+        )
         self._response_id: str | None = None
-        self._started = False
-        self._in_progress = False
+        self._phase = Phase.NEW  # the response's (lifecycle.py)
         self._created: JSONObject = {}
-        self._over = False
 
     # -- bytes in, bytes out ---------------------------------------------------------------
 
@@ -130,13 +133,15 @@ class NativeStream(ItemFlow):
             self._take(item)
         if self._raw:
             return self._flush()
-        held = self._blocking
+        held = self.calls.blocking
         if held is not None and (complete or held.state is SUSPECT):
-            self.call_ended(held, None)  # a suspect cut short goes out as it came
+            self.calls.call_ended(held, None)  # a suspect cut short goes out as it came
         elif held is not None:
-            self.call_cut(held)
+            self.calls.call_cut(held)
         if self._extracting is not None:
-            native_text.end_extraction(self, self._extracting)
+            self.text.end_extraction(self._extracting)
+            # a message cut before its first text: its opening, held until text shows
+            self.text.show_unshown(self._extracting)
         for ev in self.waited():
             self.emit(ev)
         return self._flush()
@@ -160,7 +165,7 @@ class NativeStream(ItemFlow):
         if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
             self._out.append(item.raw)  # not a Responses event: passed on as it came
             return
-        ev = Ev(payload, item.raw, self._arrived)
+        ev = WireEvent(payload, item.raw, self._arrived)
         self._arrived += 1
         if payload.get("sequence_number") is None:
             self.repair(Repair.SEQUENCE_NUMBER_MISSING)  # the upstream's, not the events we add
@@ -173,16 +178,16 @@ class NativeStream(ItemFlow):
 
     def _over_limits(self) -> bool:
         """What the stream holds, or keeps to repeat, outgrew its limit (before its end)."""
-        if self._over:
+        if self._phase is Phase.OVER:
             return False
-        tally, options = self._tally, self._options
+        tally, options = self.calls.tally, self._options
         held = self.held_bytes + tally.held
         text = self._extracting
         if text is not None and text.extractor is not None:
             held += text.extractor.extractor.held
         return (
             held > options.max_held_bytes
-            or tally.kept + self.kept_text > options.max_response_body_bytes
+            or tally.kept + self.text.kept > options.max_response_body_bytes
         )
 
     def _give_up(self, *, counted: bool) -> None:
@@ -191,44 +196,29 @@ class NativeStream(ItemFlow):
         if counted:
             self.repair(Repair.CAP_REACHED)
         if self._extracting is not None:
-            native_text.end_extraction(self, self._extracting)
+            self.text.end_extraction(self._extracting)
         self._out += [ev.came for ev in self.held_events() if ev.came is not None]
         self._raw = True
 
-    def emit(self, ev: Ev) -> None:
-        """Send one event, numbered in place."""
-        ev.set("sequence_number", self._seq)
-        self._seq += 1
-        self._out.append(ev.raw if ev.raw is not None else frame(ev.payload))
-
-    def insert(self, payload: JSONObject) -> None:
-        self.emit(Ev(payload, None))
-
-    def repair(self, kind: str) -> None:
-        """Count a repair, each time it is made (the rule of every stream: docs/repairs.md)."""
-        self.repairs[kind] += 1
-
-    def new_id(self) -> str:
-        return self._new_id()
-
     # -- routing events ----------------------------------------------------------------------
 
-    def dispatch(self, ev: Ev) -> None:
-        if self._over:  # the terminal event went out: the response is over for the client
+    def dispatch(self, ev: WireEvent) -> None:
+        phase = self._phase
+        if phase is _OVER:  # the terminal event went out: the response is over for the client
             self.repair(Repair.EVENT_AFTER_TERMINAL)
             return
         kind = ev.type
-        if not self._started and kind != "response.created":
+        if phase is _NEW and kind != "response.created":
             self.repair(Repair.CREATED_MISSING)
-            self._start(Ev({"type": "response.created", "response": {}}, None))
+            self._start(WireEvent({"type": "response.created", "response": {}}, None))
         if kind == "response.created":
-            if self._started:  # one response a stream: clients start over on a second
+            if self._phase is not _NEW:  # one response a stream: a client starts over
                 self.repair(Repair.CREATED_REPEATED)
             else:
                 self._start(ev)
             return
-        if self._started and not self._in_progress:
-            self._in_progress = True
+        if self._phase is _CREATED:
+            self._phase = after(self._phase, Step.IN_PROGRESS)
             if kind != "response.in_progress":
                 self.repair(Repair.CREATED_MISSING)
                 self.insert({"type": "response.in_progress", "response": self._head()})
@@ -247,8 +237,8 @@ class NativeStream(ItemFlow):
                 self._response_event(ev)
             self.emit(ev)
 
-    def _start(self, ev: Ev) -> None:
-        self._started = True
+    def _start(self, ev: WireEvent) -> None:
+        self._phase = after(self._phase, Step.CREATED)
         response = ev.get("response")
         if not isinstance(response, dict):
             response = {}
@@ -269,7 +259,7 @@ class NativeStream(ItemFlow):
     def _head(self) -> JSONObject:
         return {**self._created, "status": "in_progress", "output": []}
 
-    def _response_event(self, ev: Ev) -> None:
+    def _response_event(self, ev: WireEvent) -> None:
         """A later event's response: the id of the first, and the fields the first had."""
         response = ev.get("response")
         if not isinstance(response, dict):
@@ -286,16 +276,16 @@ class NativeStream(ItemFlow):
 
     # -- the end -----------------------------------------------------------------------------
 
-    def _terminal(self, ev: Ev) -> None:
-        if self._blocking is not None:
-            self.call_ended(self._blocking, None)
+    def _terminal(self, ev: WireEvent) -> None:
+        if self.calls.blocking is not None:
+            self.calls.call_ended(self.calls.blocking, None)
         if self._extracting is not None:
-            native_text.end_extraction(self, self._extracting)
+            self.text.end_extraction(self._extracting)
         # one item ended (or a held call's end) and one item's events read a turn: the items
         # left open are ended in order, each event read once
-        while self._open_item is not None or self._waiting or self._blocking is not None:
-            if self._blocking is not None:
-                self.call_ended(self._blocking, None)
+        while self._open_item is not None or self._waiting or self.calls.blocking is not None:
+            if self.calls.blocking is not None:
+                self.calls.call_ended(self.calls.blocking, None)
             elif self._open_item is not None:
                 self.close_early(self._open_item)
             self.release()
@@ -315,14 +305,14 @@ class NativeStream(ItemFlow):
             response["status"] = "incomplete"
             response["incomplete_details"] = {"reason": "max_output_tokens"}
         self.emit(ev)
-        self._over = True
+        self._phase = after(self._phase, Step.TERMINAL)
 
-    def _fix_output(self, ev: Ev, response: JSONObject) -> None:
+    def _fix_output(self, ev: WireEvent, response: JSONObject) -> None:
         """``output`` must be every item streamed, as its output_item.done showed it."""
         ours = [out.done for out in self._items if out.done is not None]
         theirs = response.get("output")
-        if isinstance(theirs, list) and self.dropped:  # the repeats dropped are no output
-            kept = [item for item in theirs if not _dropped(item, self.dropped)]
+        if isinstance(theirs, list) and self.calls.dropped:  # the repeats dropped are no output
+            kept = [item for item in theirs if not _dropped(item, self.calls.dropped)]
             if len(kept) != len(theirs):
                 response["output"] = theirs = kept
                 ev.changed()

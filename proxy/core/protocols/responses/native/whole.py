@@ -14,7 +14,7 @@ import orjson
 
 from proxy.core.jsonvalues import loads
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.responses.native_request import NativeRequest
+from proxy.core.protocols.responses.native.request import NativeRequest
 from proxy.core.repairs import Repair
 
 

@@ -1,6 +1,6 @@
 """A native stream's function calls through the shared call state table (calls/state.py, S1).
 
-Each function_call, the upstream's or one taken out of a message's markup (native_text.py),
+Each function_call, the upstream's or one taken out of a message's markup (text.py),
 is a :class:`NativeCall`. Here its events become the table's inputs:
 
 * ``output_item.added`` with a name and a ``call_id``: the naming input, by the argument
@@ -11,14 +11,16 @@ is a :class:`NativeCall`. Here its events become the table's inputs:
   of an inserted delta first (``args-only-in-done``);
 * ``function_call_arguments.done``: ``COMPLETE``; ``output_item.done`` and the end: ``END``.
 
-The driver (calls/driver.py) performs the table's action through the methods at the end.
+The shared ``Calls`` (calls/driver.py, held as ``calls``) performs the table's action
+through the ``CallWriter`` methods at the end; what goes out goes through the item
+structure (``ItemSide``, structure.py's ``ItemFlow``), which holds this object.
 A Responses call's opening is its ``output_item.added`` (arguments ``""``: what the item
 carried goes out as a delta after it, ``args-in-first-delta``) followed by the events of
 the call that were held, as they came: the held argument text is in those events. What
-comes after a held upstream call waits behind it (``_blocking``, the stream's hold queue);
+comes after a held upstream call waits behind it (``blocking``, the stream's hold queue);
 a markup call holds only its own text.
 
-Repeats (issue 16; the rule is proxy/core/protocols/native_repeats.py's, shared with native
+Repeats (issue 16; the rule is proxy/core/protocols/native_calls.py's, shared with native
 Messages): a call named like the call right before it, that one not dropped, is a suspect
 under ``dedupe_calls``. Whether its arguments equal that call's is asked here
 (``DUPLICATE`` is an input like the others). A call equal to the call before it is counted
@@ -27,12 +29,10 @@ either way, when its arguments end.
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Protocol
 
-from proxy.core.calls.driver import CallDriver
+from proxy.core.calls.driver import Calls
 from proxy.core.calls.state import (
     ARGS_END,
     DROPPED,
@@ -47,10 +47,17 @@ from proxy.core.calls.state import (
 )
 from proxy.core.errors import NormalizerError
 from proxy.core.ids import IdPool
-from proxy.core.jsonvalues import JSONObject
-from proxy.core.protocols.native_repeats import PreviousCall, repeats_before
+from proxy.core.jsonvalues import INVALID, JSONObject, loads
+from proxy.core.protocols.native_calls import NativeTally, PreviousCall, repeats_before
 from proxy.core.protocols.responses.items import FunctionCallItem
-from proxy.core.protocols.responses.native_items import Ev, NativeCall, Out, Up
+from proxy.core.protocols.responses.native import fields
+from proxy.core.protocols.responses.native.lifecycle import ContentStep
+from proxy.core.protocols.responses.native.model import (
+    ClientItem,
+    NativeCall,
+    UpstreamItem,
+    WireEvent,
+)
 from proxy.core.repairs import Repair
 
 # module names (the states' are calls/state.py's), not ``CallInput.END``: an Enum's class
@@ -67,86 +74,73 @@ _QUIET_WHEN_OPEN: Final = tuple(
 )
 
 
-@dataclass(slots=True)
-class _Tally:
-    ids: IdPool
-    fallback_name: str | None
-    repairs: Counter[str]
-    dropped: list[str] = field(default_factory=list)
-    held: int = 0
-    kept: int = 0
+class ItemSide(Protocol):
+    """What the calls need of the item structure they live in (structure.py ``ItemFlow``):
+    where events go out, how an item is shown, and what is held."""
+
+    held_bytes: int
+    cut: bool
+
+    def emit(self, ev: WireEvent) -> None: ...
+    def insert(self, payload: JSONObject) -> None: ...
+    def repair(self, kind: str) -> None: ...
+    def new_id(self) -> str: ...
+    def show(self, up: UpstreamItem, ev: WireEvent) -> ClientItem: ...
+    def new_item(self, kind: str, ident: str) -> ClientItem: ...
+    def fix_item_fields(self, ev: WireEvent, out: ClientItem, *, count: bool = True) -> None: ...
+    def finish(self, out: ClientItem, item: JSONObject) -> None: ...
+    def release(self) -> None: ...
+    def hold(self, queue: list[WireEvent], ev: WireEvent) -> None: ...
+    def let_go(self, queue: list[WireEvent]) -> list[WireEvent]: ...
 
 
-class NativeCalls(CallDriver[NativeCall, None, Ev]):
-    """The call half of ItemFlow: classifies a call's events and builds what goes out."""
+class NativeCalls:
+    """The calls of one native Responses stream: classifies a call's events into the table's
+    inputs (the shared ``Calls`` carries them out) and, as its ``CallWriter``, builds what
+    goes out through the item structure (``items``)."""
 
-    def __init__(self, fallback_name: str | None, repairs: Counter[str], *, dedupe: bool) -> None:
-        tally = _Tally(IdPool(self.new_id), fallback_name, repairs)
-        CallDriver.__init__(self, tally, coalesce=False, dedupe=dedupe)
-        self._repeats = PreviousCall(dedupe=dedupe)
-        self._blocking: NativeCall | None = None  # the upstream call held: the rest waits
+    def __init__(
+        self, items: ItemSide, fallback_name: str | None, repairs: Counter[str], *, dedupe: bool
+    ) -> None:
+        self._items = items
+        # bound once: asked on every event of a call
+        self._emit, self._insert, self._repair = items.emit, items.insert, items.repair
+        self._new_id, self._hold, self._let_go = items.new_id, items.hold, items.let_go
+        self.tally = NativeTally(IdPool(items.new_id), repairs, fallback_name)
+        self.calls: Calls[NativeCall, None, WireEvent] = Calls(
+            self.tally,
+            self,
+            coalesce=False,
+            dedupe=dedupe,
+            repeats=PreviousCall(dedupe=dedupe),
+            before_identify=self._make_ids,
+        )
+        self.keep = self.calls.keep  # bound once: asked on every fragment
+        self.blocking: NativeCall | None = None  # the upstream call held: the rest waits
         self._markup: NativeCall | None = None  # the call being taken out of a message's text
         self.dropped: set[str] = set()  # the item and call ids of repeats dropped
-        #: the upstream's bytes held back, as they came: events waiting behind an item or a
-        #: held call, a held call's own, a message's opening deferred until its text shows
-        self.held_bytes = 0
-
-    def hold(self, queue: list[Ev], ev: Ev) -> None:
-        """``ev`` is held in ``queue`` (counted toward max_held_bytes)."""
-        queue.append(ev)
-        self.held_bytes += ev.size
-
-    def let_go(self, queue: list[Ev]) -> list[Ev]:
-        """The events of ``queue`` are held no more (the caller empties it)."""
-        self.held_bytes -= sum(ev.size for ev in queue)
-        return queue
-
-    # what the item and stream halves provide
-    @abstractmethod
-    def emit(self, ev: Ev) -> None: ...
-
-    @abstractmethod
-    def insert(self, payload: JSONObject) -> None: ...
-
-    @abstractmethod
-    def repair(self, kind: str) -> None: ...
-
-    @abstractmethod
-    def new_id(self) -> str: ...
-
-    @abstractmethod
-    def show(self, up: Up, ev: Ev) -> Out: ...
-
-    @abstractmethod
-    def new_item(self, kind: str, ident: str) -> Out: ...
-
-    @abstractmethod
-    def fix_item_fields(self, ev: Ev, out: Out, *, count: bool = True) -> None: ...
-
-    @abstractmethod
-    def release(self) -> None: ...
 
     # -- the upstream's events -> call inputs ------------------------------------------------
 
-    def call_added(self, up: Up, ev: Ev, item: JSONObject) -> None:
+    def call_added(self, up: UpstreamItem, ev: WireEvent, item: JSONObject) -> None:
         name, call_id, text = item.get("name"), item.get("call_id"), item.get("arguments")
         call = NativeCall(
             ev.get("output_index"),
             call_id if isinstance(call_id, str) and call_id else None,
             name=name if isinstance(name, str) and name else None,
         )
-        call.up, call.added, up.call = up, ev, call
-        self._calls.append(call)
+        call.up, call.opening, up.call = up, ev, call
+        self.calls.records.append(call)
         text = text if isinstance(text, str) else ""
         if call.name is None or call.upstream_id is None:
-            self.repair(Repair.NAME_MISSING if call.name is None else Repair.CALL_ID_MISSING)
+            self._repair(Repair.NAME_MISSING if call.name is None else Repair.CALL_ID_MISSING)
             self.call_input(call, ARGS, text)
         else:
             self.call_input(call, self._opening_input(call, text), text)
 
-    def call_event(self, call: NativeCall, ev: Ev, kind: str) -> None:
+    def call_event(self, call: NativeCall, ev: WireEvent, kind: str) -> None:
         """An item event of a call (its added aside): text, or its arguments' end. (A delta
-        of a call whose state streams its arguments takes the hot path, native_flow.py.)"""
+        of a call whose state streams its arguments takes the hot path, structure.py.)"""
         if kind == DELTA:
             self.call_input(call, ARGS, str(ev.get("delta") or ""), ev)
         elif kind == "response.function_call_arguments.done":
@@ -154,20 +148,20 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
             if call.state is OPEN:
                 self.call_input(call, COMPLETE)
                 assert call.out is not None
-                call.out.args_done = True
-                self.emit(ev)
+                call.out.step(ContentStep.ARGS_DONE)
+                self._emit(ev)
             else:
                 self.call_input(call, COMPLETE, "", ev)  # behind what it held
         elif call.state is OPEN:
-            self.emit(ev)
+            self._emit(ev)
         elif call.state is not DROPPED:
-            self.hold(call.queue, ev)
+            self._hold(call.held, ev)
 
     def args_in_done(self, call: NativeCall, arguments: object) -> None:
         """Arguments a server sent only in a ``.done`` event: a delta of them first."""
         if call.args_len or not isinstance(arguments, str) or not arguments:
             return
-        self.repair(Repair.ARGS_ONLY_IN_DONE)
+        self._repair(Repair.ARGS_ONLY_IN_DONE)
         out = call.out
         delta = {
             "type": DELTA,
@@ -175,7 +169,7 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
             "output_index": out.index if out is not None else 0,
             "delta": arguments,
         }
-        self.call_input(call, ARGS, arguments, Ev(delta, None))
+        self.call_input(call, ARGS, arguments, WireEvent(delta, None))
 
     def call_ended(self, call: NativeCall, done: object) -> None:
         """A held call's ``output_item.done`` (None: the end came first): arguments only
@@ -198,14 +192,14 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
     def call_cut(self, call: NativeCall) -> None:
         """The stream was cut while ``call`` waited for its name: what it held goes out as it
         came, nothing made up (its state stays: no input came)."""
-        assert call.added is not None
-        self._unblock(call)
-        queue, call.queue = self.let_go(call.queue), []
-        for ev in (call.added, *queue):
-            self.emit(ev)
+        assert call.opening is not None
+        self.unblock(call)
+        queue, call.held = self._let_go(call.held), []
+        for ev in (call.opening, *queue):
+            self._emit(ev)
 
     def _opening_input(self, call: NativeCall, text: str) -> CallInput:
-        event = self._naming(call, text)
+        event = self.calls.naming(call, text)
         # An item's arguments "{}" are its arguments: Responses servers are not known to
         # send a placeholder in front of the real ones (chat's case m), so none is held.
         return CallInput.NAMED_WHOLE if event is CallInput.NAMED_PLACEHOLDER else event
@@ -219,7 +213,7 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
 
     def markup_open(self, name: str, ident: str | None) -> None:
         call = NativeCall(None, ident, from_markup=True, name=name)
-        self._calls.append(call)
+        self.calls.records.append(call)
         self._markup = call
         self.call_input(call, self._opening_input(call, ""))
 
@@ -228,8 +222,8 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
         if call is None or not text:
             return
         if call.streams:  # the table's answer kept on the call: the hot path
-            self._keep(call, text)
-            self._put_args(call, text, None, None)
+            self.keep(call, text)
+            self.put_args(call, text, None, None)
         else:
             self.call_input(call, ARGS, text)
 
@@ -245,132 +239,164 @@ class NativeCalls(CallDriver[NativeCall, None, Ev]):
             synthetic.closed = True
             status = "completed" if synthetic.whole_json() else "incomplete"
             for payload in synthetic.finish(status):
-                self.insert(payload)
-            self.finish(call.out, synthetic.full())
-
-    @abstractmethod
-    def finish(self, out: Out, item: JSONObject) -> None: ...
+                self._insert(payload)
+            self._items.finish(call.out, synthetic.full())
 
     # -- the driver ----------------------------------------------------------------------------
 
     def call_input(
-        self, call: NativeCall, event: CallInput, text: str = "", ev: Ev | None = None
+        self, call: NativeCall, event: CallInput, text: str = "", ev: WireEvent | None = None
     ) -> None:
         """One input through the table. An event of a call not shown yet waits on the call, to
         go out behind its opening; a dropped call's go nowhere."""
         state = call.state
         if state is OPEN and event in _QUIET_WHEN_OPEN:
-            if event is END and repeats_before(self._calls, call):
-                self.repair(Repair.CALL_DUPLICATED)  # counted; only a suspect is dropped
+            if event is END and repeats_before(self.calls.records, call):
+                self._repair(Repair.CALL_DUPLICATED)  # counted; only a suspect is dropped
             return
         held = state in HELD
-        if state is SUSPECT and event in ARGS_END and repeats_before(self._calls, call):
-            self.repair(Repair.CALL_DUPLICATED)
+        if state is SUSPECT and event in ARGS_END and repeats_before(self.calls.records, call):
+            self._repair(Repair.CALL_DUPLICATED)
             event = CallInput.DUPLICATE  # dropped (dedupe_calls)
         if ev is not None and call.state is not OPEN:
             if call.state is not DROPPED:
-                self.hold(call.queue, ev)
+                self._hold(call.held, ev)
             ev = None
         # ``complete=False``: an END never makes up "{}" for a call without arguments; such a
-        # call is ``incomplete``, as the item's own status says (native_calls.call_done)
-        self._input(call, event, text, None, complete=False, extras=ev)
+        # call is ``incomplete``, as the item's own status says (``item_done``)
+        self.calls.input(call, event, text, None, complete=False, extras=ev)
         if held and call.state is DROPPED and call.up is not None:
-            self.release()  # what waited behind the repeat goes on
+            self._items.release()  # what waited behind the repeat goes on
 
-    def _record(self, repair: Repair) -> None:
-        self.repair(repair)
-
-    def _identify(self, call: NativeCall) -> None:
+    def _make_ids(self, call: NativeCall) -> None:
         """The item's id and the call_id, made where missing (in that order, as the ids are
         drawn), before the driver settles the call's identity on them."""
-        added = call.added
+        added = call.opening
         if added is None:
-            call.item_id = "fc_" + self.new_id()
+            call.item_id = "fc_" + self._new_id()
         else:
             item = added.payload["item"]
             if not isinstance(item.get("id"), str) or not item["id"]:
-                self.repair(Repair.ITEM_ID_MISSING)
-                item["id"] = "fc_" + self.new_id()
+                self._repair(Repair.ITEM_ID_MISSING)
+                item["id"] = "fc_" + self._new_id()
                 added.changed()
         if call.upstream_id is None:  # counted where the added came without one (call_added)
-            call.upstream_id = "call_" + self.new_id()
-        CallDriver._identify(self, call)
+            call.upstream_id = "call_" + self._new_id()
 
-    def _put_opening(self, call: NativeCall, args: str, out: None) -> None:
-        if call.added is None:  # out of markup: an item of the proxy's
+    def put_opening(self, call: NativeCall, args: str, out: None) -> None:
+        if call.opening is None:  # out of markup: an item of the proxy's
             assert call.id is not None
             assert call.name is not None
-            item = self.new_item("function_call", call.item_id)
+            item = self._items.new_item("function_call", call.item_id)
             item.call_id, item.name, item.call = call.id, call.name, call
             item.synthetic = FunctionCallItem(item.id, item.index, call.id, call.name, None)
             call.out = item
-            self._put_args(call, args, None, None)
+            self.put_args(call, args, None, None)
             return
         # The upstream's added, its arguments moved into a delta after it by show() (that is
         # ``args`` for OPEN_WHOLE), then the call's held events: any held text is in them.
         assert call.up is not None
-        ev = call.added
+        ev = call.opening
         item_fields = ev.payload["item"]
         for key, value in (("name", call.name or ""), ("call_id", call.id)):
             if item_fields.get(key) != value:
                 item_fields[key] = value
                 ev.changed()
-        call.out = self.show(call.up, ev)
+        call.out = self._items.show(call.up, ev)
         call.out.call = call
-        queue, call.queue = self.let_go(call.queue), []
+        queue, call.held = self._let_go(call.held), []
         for held in queue:  # the held argument text is in these, as it came
-            self.fix_item_fields(held, call.out, count=held.raw is not None)
+            self._items.fix_item_fields(held, call.out, count=held.raw is not None)
             if held.type == "response.function_call_arguments.done":
-                call.out.args_done = True
-            self.emit(held)
+                call.out.step(ContentStep.ARGS_DONE)
+            self._emit(held)
 
-    def _put_held_args(self, call: NativeCall, text: str, out: None) -> None:
-        if call.added is None:
-            self._put_args(call, text, None, None)
+    def put_held_args(self, call: NativeCall, text: str, out: None) -> None:
+        if call.opening is None:
+            self.put_args(call, text, None, None)
         # an upstream call's held text went out in its held events, behind the opening
 
-    def _put_args(self, call: NativeCall, text: str, out: None, extras: Ev | None) -> None:
+    def put_args(self, call: NativeCall, text: str, out: None, extras: WireEvent | None) -> None:
         item = call.out
         assert item is not None
         if item.synthetic is not None:
             if text:
                 item.synthetic.add(text)
             for payload in item.synthetic.flush():
-                self.insert(payload)
+                self._insert(payload)
         elif extras is not None:
-            self.fix_item_fields(extras, item, count=False)
-            self.emit(extras)
+            self._items.fix_item_fields(extras, item, count=False)
+            self._emit(extras)
         elif text:
-            self.insert(
+            self._insert(
                 {"type": DELTA, "item_id": item.id, "output_index": item.index, "delta": text}
             )
 
-    def _hold_opening(self, call: NativeCall, args: str) -> None:
+    def hold_opening(self, call: NativeCall, args: str) -> None:
         raise NormalizerError("a Responses call has no placeholder to hold (NAMED_WHOLE)")
 
-    def _release_opening(self, call: NativeCall, out: None, *, without_args: bool) -> None:
+    def release_opening(self, call: NativeCall, out: None, *, without_args: bool) -> None:
         raise NormalizerError("a Responses call has no placeholder to release")
 
-    def _add_extras(self, call: NativeCall, extras: Ev) -> None:
+    def add_extras(self, call: NativeCall, extras: WireEvent) -> None:
         raise NormalizerError("a held Responses call keeps its events on the call (call_input)")
 
-    def _holding(self, call: NativeCall, out: None) -> None:
-        if call.up is not None and self._blocking is not call:
-            self._blocking = call
-            if call.added is not None:  # its opening is held with it
-                self.held_bytes += call.added.size
+    def holding(self, call: NativeCall, out: None) -> None:
+        if call.up is not None and self.blocking is not call:
+            self.blocking = call
+            if call.opening is not None:  # its opening is held with it
+                self._items.held_bytes += call.opening.size
 
-    def _unblock(self, call: NativeCall) -> None:
-        if self._blocking is call:
-            self._blocking = None
-            if call.added is not None:
-                self.held_bytes -= call.added.size
+    def unblock(self, call: NativeCall) -> None:
+        if self.blocking is call:
+            self.blocking = None
+            if call.opening is not None:
+                self._items.held_bytes -= call.opening.size
 
-    def _settled(self, call: NativeCall) -> None:
-        self._unblock(call)
+    def settled(self, call: NativeCall) -> None:
+        self.unblock(call)
         if call.state is DROPPED:
-            self.let_go(call.queue)
-            call.queue = []  # nothing of a dropped call goes out
-            if call.added is not None:
-                item = call.added.payload["item"]
+            self._let_go(call.held)
+            call.held = []  # nothing of a dropped call goes out
+            if call.opening is not None:
+                item = call.opening.payload["item"]
                 self.dropped.update(str(item[key]) for key in ("id", "call_id") if item.get(key))
+
+    # -- a call item's end -----------------------------------------------------------------------
+
+    def item_done(self, ev: WireEvent, item: JSONObject, out: ClientItem) -> None:
+        """A call's ``output_item.done``: the fields it was shown with, its arguments streamed
+        and ended (END), and ``incomplete`` when they do not parse."""
+        for kind in fields.settled_fields(ev, item, out):
+            self._repair(kind)
+        arguments = item.get("arguments")
+        if out.call is not None:
+            self.args_in_done(out.call, arguments)
+            self.call_input(out.call, END)
+        if not isinstance(arguments, str):
+            item["arguments"] = out.arguments
+            ev.changed()
+        if not out.args_done:
+            self._repair(Repair.ARGS_DONE_MISSING)
+            self._insert(fields.arguments_done(out, item["arguments"]))
+        if loads(item["arguments"]) is INVALID and item.get("status") != "incomplete":
+            self._items.cut = True
+            item["status"] = "incomplete"
+            ev.changed()
+
+    def ended_early(self, out: ClientItem) -> JSONObject:
+        """The item of a call the upstream never ended, as the proxy ends it."""
+        if out.call is not None:
+            self.call_input(out.call, END)
+        if not out.args_done:
+            self._insert(fields.arguments_done(out, out.arguments))
+        status = "completed" if loads(out.arguments) is not INVALID else "incomplete"
+        self._items.cut = self._items.cut or status == "incomplete"
+        return {
+            "id": out.id,
+            "type": "function_call",
+            "status": status,
+            "arguments": out.arguments,
+            "call_id": out.call_id,
+            "name": out.name,
+        }

@@ -19,7 +19,7 @@ proxy/core/repairs.py; docs/quirks.md M1-M4 and "llama.cpp's own endpoints"):
 * tool-call markup in a ``text_delta`` (every configured dialect): the text block is cut there
   and the call goes out as a ``tool_use`` block;
 * the same call twice in a row (same name, JSON-equal input): counted; under ``dedupe_calls``
-  the second is held until its input ends and then dropped (proxy/core/protocols/native_repeats.py);
+  the second is held until its input ends and then dropped (proxy/core/protocols/native_calls.py);
 * a tool_use block without an id: ``toolu_`` and a fresh one.
 
 Failing open, as chat does: a stream that would hold more than ``max_held_bytes`` (events
@@ -31,9 +31,10 @@ proxy adds nothing more, not even an end (``cap-reached``, but for the cut tail)
 
 This module follows the upstream's message and blocks; every tool call (a tool_use block, or
 a call from markup) goes through the shared call state table (proxy/core/calls/state.py) as
-native_calls.py classifies its events, and goes out as the driver says; native_client.py is
-the client's side (dense block indexes from 0 in the order blocks go out, an event whose block
-moved re-encoded with its new index, the bytes out), native_text.py the markup in text blocks.
+calls.py (``ToolCalls``, held as ``calls``) classifies its events, and goes out as the table
+says; client.py, the base of this class, is the client's side (dense block indexes from 0 in
+the order blocks go out, an event whose block moved re-encoded with its new index, the bytes
+out), text.py (``BlockText``, held as ``text``) the markup in text blocks.
 """
 
 from __future__ import annotations
@@ -48,19 +49,29 @@ from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup import build_extractor, check_names
 from proxy.core.markup.fail_open import fail_open
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.messages import native_fields
-from proxy.core.protocols.messages.native_block import Block, ToolCall, extracts, input_parses
-from proxy.core.protocols.messages.native_client import ClientSide
-from proxy.core.protocols.messages.native_text import TextMarkup
+from proxy.core.protocols.messages.native import fields as native_fields
+from proxy.core.protocols.messages.native.client import ClientSide
+from proxy.core.protocols.messages.native.lifecycle import DELTA_SEEN, STARTED, Phase, Step, after
+from proxy.core.protocols.messages.native.model import (
+    ToolCall,
+    UpstreamBlock,
+    extracts,
+    input_parses,
+)
+from proxy.core.protocols.messages.native.text import BlockText
 from proxy.core.protocols.messages.request import convert_tools
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event, RawBytes, SSEDecoder
 
+_OVER = Phase.OVER  # asked on every event: a module name, not the enum's class attribute
 _Pending = tuple[int, Event, JSONObject]  # an event waiting: its place among the upstream's
 
 
-class NativeMessages(TextMarkup):
+class NativeMessages(ClientSide):
     over = False  # the upstream's body is read to its end, whatever it holds
+
+    def new_id(self) -> str:
+        return self._new_id()
 
     def __init__(
         self,
@@ -75,66 +86,68 @@ class NativeMessages(TextMarkup):
         self._decoder = SSEDecoder(max_event_bytes=options.max_event_bytes)
         self._raw = False  # gave up rewriting: every byte goes out as it came
         self._request = request if isinstance(request, dict) else {}
-        self._dialects = check_names(options.dialects) if extracts(self._request) else ()
-        self._tools = convert_tools(self._request.get("tools")) if self._dialects else []
+        self.dialects = check_names(options.dialects) if extracts(self._request) else ()
+        self._tools = convert_tools(self._request.get("tools")) if self.dialects else []
         self._pending: deque[_Pending] = deque()  # events held behind a growing tool block
-        self._blocks: dict[int, Block] = {}  # the current generation's, by upstream index
-        self._active: Block | None = None  # the upstream block being streamed
-        self._markup_call = None
-        self._started = self._delta_seen = self._ended = False
+        self._blocks: dict[int, UpstreamBlock] = {}  # the current generation's, by upstream index
+        self._active: UpstreamBlock | None = None  # the upstream block being streamed
+        self.text = BlockText(self)  # markup in text blocks
+        self._phase = Phase.NEW  # the message's (lifecycle.py)
 
     # -- the verbs the pump drives
 
     def feed(self, chunk: bytes) -> list[bytes]:
         for item in self._decoder.feed(chunk):
             self._item(item)
-        return self._take()
+        return self.take()
 
     def close(self, *, complete: bool) -> list[bytes]:
         for item in self._decoder.close():
             self._item(item)
         if self._raw:
-            return self._take()
+            return self.take()
         while self._pending:  # a tool block that never stopped still holds events
             self._finish_active(Repair.BLOCK_STOP_MISSING)
             self._drain()
         active = self._active
         if active is not None and active.call is not None:  # a suspect's input ends here
-            self._end_input(active.call, cut=not complete)
-        if complete and self._started and not self._ended:
+            self.calls.end_input(active.call, cut=not complete)
+        if complete and self._phase in STARTED:
             self._finish_active(Repair.BLOCK_STOP_MISSING)
-            if not self._delta_seen:
-                self._note(Repair.MESSAGE_DELTA_MISSING)
-                self._emit(self._message_delta())
-            self._note(Repair.MESSAGE_STOP_MISSING)
-            self._emit({"type": "message_stop"})
-        return self._take()
+            if self._phase not in DELTA_SEEN:
+                self.note(Repair.MESSAGE_DELTA_MISSING)
+                self.emit(self._message_delta())
+                self._phase = after(self._phase, Step.DELTA)
+            self.note(Repair.MESSAGE_STOP_MISSING)
+            self.emit({"type": "message_stop"})
+            self._phase = after(self._phase, Step.STOP)
+        return self.take()
 
     # -- dispatch
 
     def _item(self, item: Event | RawBytes) -> None:
         if self._raw:
-            self._out.append(item.raw)
+            self.out.append(item.raw)
             return
         if isinstance(item, RawBytes):  # an event over the limit, or the stream cut inside one
             self._give_up(counted=item.reason == "oversize")
-            self._out.append(item.raw)
+            self.out.append(item.raw)
             return
-        if item.data is None or self._ended:
-            self._out.append(item.raw)
+        if item.data is None or self._phase is _OVER:
+            self.out.append(item.raw)
             return
         try:
             payload = orjson.loads(item.data)
         except orjson.JSONDecodeError:
             payload = None
         if not isinstance(payload, dict):
-            self._out.append(item.raw)
+            self.out.append(item.raw)
             return
-        self._current += 1
+        self.current += 1
         if self._pending and not self._for_active(payload):
             self._wait(item, payload)
         elif not self._dispatch(item, payload):
-            self._note(Repair.BLOCKS_OVERLAP)
+            self.note(Repair.BLOCKS_OVERLAP)
             self._wait(item, payload)
         elif self._pending:
             self._drain()
@@ -142,7 +155,7 @@ class NativeMessages(TextMarkup):
             self._give_up(counted=True)
 
     def _wait(self, event: Event, payload: JSONObject) -> None:
-        self._pending.append((self._current, event, payload))
+        self._pending.append((self.current, event, payload))
         self.held_bytes += len(event.raw)
 
     def _drain(self) -> None:
@@ -157,7 +170,7 @@ class NativeMessages(TextMarkup):
 
     def _over_limits(self) -> bool:
         """What the stream holds, or keeps for its checks, outgrew its limit."""
-        tally, options = self._tally, self._options
+        tally, options = self.calls.tally, self._options
         held = self.held_bytes + tally.held
         active = self._active
         if active is not None and active.markup is not None:
@@ -168,17 +181,17 @@ class NativeMessages(TextMarkup):
         """Rewriting stops (the module's docstring): text a dialect holds goes out as text,
         the events held as they came, in order; from here on every byte as it comes."""
         if counted:
-            self._note(Repair.CAP_REACHED)
+            self.note(Repair.CAP_REACHED)
         active = self._active
         if active is not None:
-            self._close_markup(active)
+            self.text.close_markup(active)
         held = [(at, event.raw) for at, event, _ in self._pending]
         self._pending.clear()
         call = active.call if active is not None else None
         if call is not None:
-            held += self._let_go(call)
+            held += self.calls.let_go(call)
         held.sort(key=itemgetter(0))
-        self._out += [raw for _, raw in held]
+        self.out += [raw for _, raw in held]
         self.held_bytes = 0
         self._raw = True
 
@@ -202,35 +215,36 @@ class NativeMessages(TextMarkup):
             self._block_stop(event, payload)
         elif kind == "message_delta":
             self._finish_active(Repair.BLOCK_STOP_MISSING)
-            self._delta_seen = True
-            self._write(event, payload, self._fix_delta(payload))
+            self._phase = after(self._phase, Step.DELTA)
+            self.write(event, payload, self._fix_delta(payload))
         elif kind == "message_stop":
             self._finish_active(Repair.BLOCK_STOP_MISSING)
-            if not self._delta_seen:
-                self._note(Repair.MESSAGE_DELTA_MISSING)
-                self._emit(self._message_delta())
-            self._ended = True
-            self._write(event, payload, False)
+            if self._phase not in DELTA_SEEN:
+                self.note(Repair.MESSAGE_DELTA_MISSING)
+                self.emit(self._message_delta())
+            self._phase = after(self._phase, Step.STOP)
+            self.write(event, payload, False)
         else:  # ping, error, and what this proxy does not know: as they came
-            self._ended = self._ended or kind == "error"
-            self._write(event, payload, False)
+            if kind == "error":
+                self._phase = after(self._phase, Step.ERROR)
+            self.write(event, payload, False)
         return True
 
     # -- the message
 
     def _message_start(self, event: Event, payload: JSONObject) -> None:
-        if self._started:
-            self._note(Repair.MESSAGE_START_REPEATED)
+        if self._phase in STARTED:
+            self.note(Repair.MESSAGE_START_REPEATED)
             self._finish_active(None)
             self._blocks = {}  # the next generation numbers its blocks from 0 again
             return
-        self._started = True
-        self._write(event, payload, self._note_all(native_fields.message_start(payload)))
+        self._phase = after(self._phase, Step.START)
+        self.write(event, payload, self.note_all(native_fields.message_start(payload)))
 
     def _ensure_started(self) -> None:
-        if not self._started:
-            self._started = True
-            self._note(Repair.MESSAGE_START_MISSING)
+        if self._phase not in STARTED:
+            self._phase = after(self._phase, Step.START)
+            self.note(Repair.MESSAGE_START_MISSING)
             message: JSONObject = {
                 "id": "msg_" + self._new_id(),
                 "type": "message",
@@ -241,20 +255,20 @@ class NativeMessages(TextMarkup):
                 "stop_sequence": None,
                 "usage": {"input_tokens": 0, "output_tokens": 0},
             }
-            self._emit({"type": "message_start", "message": message})
+            self.emit({"type": "message_start", "message": message})
 
     def _fix_delta(self, payload: JSONObject) -> bool:
         repairs = native_fields.message_delta(
-            payload, tool_blocks=self._sent_calls, bad_input=self._bad_input
+            payload, tool_blocks=self.calls.calls.sent, bad_input=self.bad_input
         )
-        return self._note_all(repairs)
+        return self.note_all(repairs)
 
     def _message_delta(self) -> JSONObject:
         payload: JSONObject = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}
         native_fields.message_delta(
-            payload, tool_blocks=self._sent_calls, bad_input=self._bad_input
+            payload, tool_blocks=self.calls.calls.sent, bad_input=self.bad_input
         )
-        if payload["delta"]["stop_reason"] == "end_turn" and self._sent_calls:
+        if payload["delta"]["stop_reason"] == "end_turn" and self.calls.calls.sent:
             payload["delta"]["stop_reason"] = "tool_use"
         payload["delta"]["stop_sequence"] = None
         return payload
@@ -265,7 +279,7 @@ class NativeMessages(TextMarkup):
         block = payload.get("content_block")
         upstream = payload.get("index")
         if not isinstance(block, dict) or not isinstance(upstream, int):
-            self._write(event, payload, False)
+            self.write(event, payload, False)
             return True
         active = self._active
         if active is not None:
@@ -273,61 +287,60 @@ class NativeMessages(TextMarkup):
                 return False
             self._finish_active(Repair.BLOCKS_OVERLAP)
         self._ensure_started()
-        changed = self._note_all(native_fields.block_start(block))
+        changed = self.note_all(native_fields.block_start(block))
         kind = str(block.get("type"))
-        current = Block(upstream, self._next_index, kind)
+        current = UpstreamBlock(upstream, self.calls.calls.next_index, kind)
         self._blocks[upstream] = current
         self._active = current
-        if kind == "tool_use":  # a call: the driver opens it, or holds it (native_calls.py)
+        if kind == "tool_use":  # a call: the driver opens it, or holds it (calls.py)
             ident, name = block.get("id"), block.get("name")
             current.call = ToolCall(
                 upstream,
                 ident if isinstance(ident, str) and ident else None,  # else id-missing
                 name=name if isinstance(name, str) else None,
-                start=(event, payload, changed),
-                start_at=self._current,
+                opening=(event, payload, changed),
+                opening_at=self.current,
             )
-            self._name_call(current.call)
+            self.calls.name_call(current.call)
             return True
-        if kind == "text" and self._dialects:
-            current.markup = fail_open(build_extractor(self._dialects, self._tools))
-        self._start_wire(current, event, payload, changed)
+        if kind == "text" and self.dialects:
+            current.markup = fail_open(build_extractor(self.dialects, self._tools))
+        self.start_wire(current, event, payload, changed)
         return True
 
     def _block_delta(self, event: Event, payload: JSONObject) -> None:
         block = self._block_of(payload)
         if block is None or block is not self._active:
-            self._note(Repair.DELTA_AFTER_STOP)
+            self.note(Repair.DELTA_AFTER_STOP)
             return
-        changed = self._note_all(native_fields.delta(payload))
+        changed = self.note_all(native_fields.delta(payload))
         delta = payload["delta"] if isinstance(payload.get("delta"), dict) else {}
         if block.call is not None:
-            ended = self._call_delta(block, block.call, event, payload, changed, delta)
+            ended = self.calls.call_delta(block, block.call, event, payload, changed, delta)
             if ended and self._pending:
                 self._finish_active(None)  # the later block it held back may start now
         elif delta.get("type") == "text_delta" and block.markup is not None:
-            self._markup_delta(block, event, payload, delta["text"])
+            self.text.markup_delta(block, event, payload, delta["text"])
         else:
-            self._write_block_event(block, event, payload, changed)
+            self.write_block_event(block, event, payload, changed)
 
     def _block_stop(self, event: Event, payload: JSONObject) -> None:
         block = self._block_of(payload)
         if block is None or block is not self._active:
             if block is None:
-                self._note(Repair.DELTA_AFTER_STOP)
+                self.note(Repair.DELTA_AFTER_STOP)
             return  # stopped already, when the next block started
-        self._close_markup(block)
+        self.text.close_markup(block)
         self._active = None
-        block.stopped = True
         self._check_input(block)
         if block.call is not None:
-            self._end_input(block.call)
-        if self._wire is None:  # stopped with a markup call, or a dropped repeat's
+            self.calls.end_input(block.call)
+        if self.wire is None:  # stopped with a markup call, or a dropped repeat's
             return
-        self._wire = None
-        self._write_at(self._wire_index, event, payload, False)
+        self.wire = None
+        self.write_at(self._wire_index, event, payload, False)
 
-    def _block_of(self, payload: JSONObject) -> Block | None:
+    def _block_of(self, payload: JSONObject) -> UpstreamBlock | None:
         index = payload.get("index")
         return self._blocks.get(index) if isinstance(index, int) else None
 
@@ -337,15 +350,14 @@ class NativeMessages(TextMarkup):
         if block is None:
             return
         if repair is not None:
-            self._note(repair)
-        self._close_markup(block)
+            self.note(repair)
+        self.text.close_markup(block)
         self._active = None
-        block.stopped = True
         self._check_input(block)
         if block.call is not None:
-            self._end_input(block.call)
-        self._stop_wire()
+            self.calls.end_input(block.call)
+        self.stop_wire()
 
-    def _check_input(self, block: Block) -> None:
+    def _check_input(self, block: UpstreamBlock) -> None:
         if block.call is not None and not input_parses(block.call.text()):
-            self._bad_input = True
+            self.bad_input = True

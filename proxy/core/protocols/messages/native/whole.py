@@ -19,8 +19,8 @@ from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup import build_extractor, check_names
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Segment, Text
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.messages.native_block import extracts, input_parses
-from proxy.core.protocols.messages.native_fields import block_start, message_delta
+from proxy.core.protocols.messages.native.fields import block_start, message_delta
+from proxy.core.protocols.messages.native.model import extracts, input_parses
 from proxy.core.protocols.messages.request import convert_tools
 from proxy.core.repairs import Repair, markup_kind
 

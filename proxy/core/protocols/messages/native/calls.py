@@ -1,10 +1,11 @@
 """The tool calls of a native Messages stream, through the shared call state table.
 
 Each call, a tool_use block of the upstream's or a call recovered from markup in a text block
-(native_text.py), is a :class:`ToolCall` (a calls/record.py ``CallRecord``). Its life is the
-S1 table's (proxy/core/calls/state.py), carried out by the call driver (calls/driver.py);
-here the upstream's events become the table's inputs, and what the driver sends becomes
-Messages events. The inputs:
+(text.py), is a :class:`ToolCall` (a calls/record.py ``CallRecord``). Its life is the
+S1 table's (proxy/core/calls/state.py), carried out by the shared ``Calls`` (calls/driver.py), which
+:class:`ToolCalls` holds; here the upstream's events become the table's inputs, and, as the
+``CallWriter``, what ``Calls`` sends becomes Messages events, through the client's side
+(``BlockSide``: client.py's ``ClientSide``, which holds this object). The inputs:
 
 * the block's start names the call, with no argument text known: a start's ``input`` is
   the block's empty object, the arguments are what the ``input_json_delta``s bring. So
@@ -21,8 +22,8 @@ A call's input ends once (``CallRecord.whole``); Messages sends a call that got 
 text as it came, the client rebuilding its ``{}``, which is why a clean end is COMPLETE and
 never END (the driver would add a ``{}`` fragment). What goes out is the upstream's own events
 where there are any (their bytes kept, an index changed where the client's numbering differs),
-the proxy's for a markup call. The index is the driver's (``_identify``, one counter with the
-client's other blocks, native_client.py); so is the id of a tool_use block the upstream sent
+the proxy's for a markup call. The index is the driver's (``Calls``, one counter with the
+client's other blocks, client.py); so is the id of a tool_use block the upstream sent
 without one (``toolu_`` and a fresh id, ``id-missing``).
 
 A fragment of a call that streams (the table's answer, kept on the call: ``streams``) goes out
@@ -30,24 +31,27 @@ without a lookup, as chat's hot paths do; a suspect's is collected and an open c
 changes nothing by answers asked of the table once (``_COLLECTS``, ``_DONE``): a test turns
 them around and sees every fragment and end look the pair up.
 
-The repeat rule is proxy/core/protocols/native_repeats.py's, shared with the native Responses
+The repeat rule is proxy/core/protocols/native_calls.py's, shared with the native Responses
 repairer (a call compared with the call right before it that was not dropped).
 """
 
 from __future__ import annotations
 
-from typing import Final
+from collections import Counter
+from collections.abc import Callable
+from typing import Final, Protocol
 
+from proxy.core.calls.driver import Calls
 from proxy.core.calls.state import S1, S1_STATES, Action, CallInput, CallState, transition
+from proxy.core.ids import IdPool
 from proxy.core.jsonvalues import JSONObject
-from proxy.core.protocols.messages.native_block import Block, Item, ToolCall
-from proxy.core.protocols.messages.native_client import ClientSide
-from proxy.core.protocols.native_repeats import repeats_before
+from proxy.core.protocols.messages.native.model import Item, ToolCall, UpstreamBlock
+from proxy.core.protocols.native_calls import NativeTally, PreviousCall, repeats_before
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event
 
 # Answers of the table asked once, for what each call or fragment would otherwise look up
-# (calls/driver.py ``_input`` then does nothing else: ``_holding`` does nothing here):
+# (calls/driver.py ``Calls.input`` then does nothing else: ``holding`` does nothing here):
 #: the states in which ARGS keeps the state and collects the text (a suspect's)
 _COLLECTS: Final = tuple(
     state for state in S1_STATES if transition(S1, state, CallInput.ARGS) == (state, Action.COLLECT)
@@ -72,17 +76,51 @@ def end_input(*, repeat: bool, cut: bool) -> CallInput:
     return CallInput.END if cut else CallInput.COMPLETE
 
 
-class CallBlocks(ClientSide):
+class BlockSide(Protocol):
+    """What the calls need of the client's side (client.py ``ClientSide``): where their
+    blocks go out, and what is held."""
+
+    held_bytes: int
+    current: int  #: the place of the upstream event being read among the upstream's
+
+    def start_tool(self, index: int) -> None: ...
+    def write_at(self, index: int, event: Event, payload: JSONObject, changed: bool) -> None: ...
+    def emit(self, payload: JSONObject) -> None: ...
+    def note(self, repair: Repair) -> None: ...
+
+
+class ToolCalls:
+    """The tool calls of one native Messages stream: a call's events as the table's inputs
+    (the shared ``Calls`` carries them out) and, as its ``CallWriter``, what goes out, through
+    the client's side (``client``)."""
+
+    def __init__(
+        self, client: BlockSide, new_id: Callable[[], str], repairs: Counter[str], *, dedupe: bool
+    ) -> None:
+        self._client = client
+        self._write_at, self._emit, self._note = client.write_at, client.emit, client.note
+        self.tally = NativeTally(IdPool(lambda: "toolu_" + new_id()), repairs)
+        self.calls: Calls[ToolCall, None, Item] = Calls(
+            self.tally,
+            self,
+            coalesce=False,
+            dedupe=dedupe,
+            repeats=PreviousCall(dedupe=dedupe),  # the repeat rule
+        )
+        self.keep = self.calls.keep  # bound once: asked on every fragment
+        self._input = self.calls.input
+
     # -- the upstream's events, as the table's inputs --------------------------------------
 
-    def _name_call(self, call: ToolCall) -> None:
-        self._calls.append(call)
-        suspect = bool(self._repeats.rivals(self._calls, call))
+    def name_call(self, call: ToolCall) -> None:
+        calls = self.calls
+        calls.records.append(call)
+        suspect = bool(calls.repeats.rivals(calls.records, call))
         self._input(call, naming_input(suspect), "", None)
 
-    def _call_delta(
+    def call_delta(
         self,
-        block: Block,
+        block: UpstreamBlock,
         call: ToolCall,
         event: Event,
         payload: JSONObject,
@@ -90,33 +128,33 @@ class CallBlocks(ClientSide):
         delta: JSONObject,
     ) -> bool:
         """A delta of a tool block; whether it ended the call's input (one whole value)."""
-        # the fragment of an input_json_delta is a string (native_fields.delta saw to it)
+        # the fragment of an input_json_delta is a string (fields.delta saw to it)
         text: str = delta["partial_json"] if delta.get("type") == "input_json_delta" else ""
         if call.streams:  # the table's answer, kept on the call: ARGS sends the text
-            self._keep(call, text)
+            self.keep(call, text)
             assert call.index is not None
             self._write_at(call.index, event, payload, changed)
         else:
-            self._unstreamed_args(call, text, (event, payload, changed))
+            self.unstreamed_args(call, text, (event, payload, changed))
         if not text or not block.end.feed(text):
             return False
-        self._end_input(call)
+        self.end_input(call)
         return True
 
-    def _unstreamed_args(self, call: ToolCall, text: str, extras: Item | None) -> None:
+    def unstreamed_args(self, call: ToolCall, text: str, extras: Item | None) -> None:
         """ARGS for a call whose fragments do not stream (``call.streams``: its callers send
         those themselves, the cost of a fragment): a suspect's are collected (the table's
         answer, asked once), and the table is asked for any other."""
         if call.state in _COLLECTS:
-            self._collect(call, CallInput.ARGS, text, extras)
+            self.calls.collect(call, CallInput.ARGS, text, extras)
         else:
             self._input(call, CallInput.ARGS, text, None, extras=extras)
 
-    def _end_input(self, call: ToolCall, *, cut: bool = False) -> None:
+    def end_input(self, call: ToolCall, *, cut: bool = False) -> None:
         if call.whole:
             return
         call.whole = True
-        repeat = repeats_before(self._calls, call)
+        repeat = repeats_before(self.calls.records, call)
         if repeat:
             self._note(Repair.CALL_DUPLICATED)
         event = end_input(repeat=repeat, cut=cut)
@@ -125,78 +163,77 @@ class CallBlocks(ClientSide):
 
     # -- what the driver sends, as Messages events -----------------------------------------
 
-    def _put_opening(self, call: ToolCall, args: str, out: None) -> None:
+    def put_opening(self, call: ToolCall, args: str, out: None) -> None:
         assert call.index is not None
-        self._stop_wire()
-        self._wire, self._wire_index = "tool_use", call.index
-        if call.start is None:
+        self._client.start_tool(call.index)
+        if call.opening is None:
             block: JSONObject = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
             self._emit({"type": "content_block_start", "index": call.index, "content_block": block})
         else:
-            event, payload, changed = call.start
+            event, payload, changed = call.opening
             if call.upstream_id is None:  # the driver gave it one
                 payload["content_block"]["id"] = call.id
                 changed = True
             self._write_at(call.index, event, payload, changed)
         if args:  # a whole call in its opening: not from Messages' inputs, which carry none
-            self._put_held_args(call, args, out)
+            self.put_held_args(call, args, out)
         elif call.held and not call.args_len:
             self._write_held(call)  # fragments without text, which _put_held_args never gets
 
-    def _put_held_args(self, call: ToolCall, text: str, out: None) -> None:
+    def put_held_args(self, call: ToolCall, text: str, out: None) -> None:
         if call.held:  # the upstream's fragments, which carry the text
             self._write_held(call)
         else:  # a markup call's: the proxy writes them
-            self._emit_input(call, text)
+            self.emit_input(call, text)
 
-    def _put_args(self, call: ToolCall, text: str, out: None, extras: Item | None) -> None:
+    def put_args(self, call: ToolCall, text: str, out: None, extras: Item | None) -> None:
         assert call.index is not None
         if extras is None:
-            self._emit_input(call, text)
+            self.emit_input(call, text)
         else:
             self._write_at(call.index, *extras)
 
-    def _hold_opening(self, call: ToolCall, args: str) -> None:
+    def hold_opening(self, call: ToolCall, args: str) -> None:
         """Never asked: no Messages input names a call with a ``{}`` placeholder; the opening
         would be the start kept on the call anyway."""
 
-    def _release_opening(self, call: ToolCall, out: None, *, without_args: bool) -> None:
-        self._put_opening(call, "", out)
+    def release_opening(self, call: ToolCall, out: None, *, without_args: bool) -> None:
+        self.put_opening(call, "", out)
 
-    def _add_extras(self, call: ToolCall, extras: Item) -> None:
+    def add_extras(self, call: ToolCall, extras: Item) -> None:
         call.held.append(extras)
-        call.held_at.append(self._current)
-        self.held_bytes += len(extras[0].raw)
+        call.held_at.append(self._client.current)
+        self._client.held_bytes += len(extras[0].raw)
 
-    def _holding(self, call: ToolCall, out: None) -> None:
+    def holding(self, call: ToolCall, out: None) -> None:
         """Nothing waits behind a held call here: a later block waits for the tool block's
-        input to end (native.py's ``_pending``), and that end settles the call first. Its
+        input to end (stream.py's ``_pending``), and that end settles the call first. Its
         start is held with it."""
-        if call.start is not None and not call.start_held:
-            call.start_held = True
-            self.held_bytes += len(call.start[0].raw)
+        if call.opening is not None and not call.opening_held:
+            call.opening_held = True
+            self._client.held_bytes += len(call.opening[0].raw)
 
-    def _settled(self, call: ToolCall) -> None:
-        if call.start is not None and call.start_held:
-            call.start_held = False
-            self.held_bytes -= len(call.start[0].raw)
+    def settled(self, call: ToolCall) -> None:
+        if call.opening is not None and call.opening_held:
+            call.opening_held = False
+            self._client.held_bytes -= len(call.opening[0].raw)
         if call.state is CallState.DROPPED:
             self._held_items(call)  # nothing of a dropped call goes out
 
     def _held_items(self, call: ToolCall) -> list[Item]:
         """The events ``call`` held, held no more (the caller sends them, or not)."""
         held, call.held, call.held_at = call.held, [], []
-        self.held_bytes -= sum(len(item[0].raw) for item in held)
+        self._client.held_bytes -= sum(len(item[0].raw) for item in held)
         return held
 
-    def _let_go(self, call: ToolCall) -> list[tuple[int, bytes]]:
+    def let_go(self, call: ToolCall) -> list[tuple[int, bytes]]:
         """What ``call`` holds of the upstream's, with the places it came in, as it came (the
         stream gives up rewriting)."""
         held = list(zip(call.held_at, (item[0].raw for item in call.held), strict=True))
-        if call.start is not None and call.start_held:
-            held.append((call.start_at, call.start[0].raw))
-            call.start_held = False
-            self.held_bytes -= len(call.start[0].raw)
+        if call.opening is not None and call.opening_held:
+            held.append((call.opening_at, call.opening[0].raw))
+            call.opening_held = False
+            self._client.held_bytes -= len(call.opening[0].raw)
         self._held_items(call)
         return held
 
@@ -205,6 +242,6 @@ class CallBlocks(ClientSide):
         for item in self._held_items(call):
             self._write_at(call.index, *item)
 
-    def _emit_input(self, call: ToolCall, text: str) -> None:
+    def emit_input(self, call: ToolCall, text: str) -> None:
         delta = {"type": "input_json_delta", "partial_json": text}
         self._emit({"type": "content_block_delta", "index": call.index, "delta": delta})

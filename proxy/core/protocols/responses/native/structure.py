@@ -1,62 +1,118 @@
 """The items of a native stream: which upstream item an event belongs to, the order they go
-out in, and their fields (the rules are in native.py's docstring; a function call's state is
-the call driver's, native_driver.py, its own fields native_calls.py's, markup in a message's
-text native_text.py's).
+out in, what is held, and their fields (the rules are in stream.py's docstring).
 
-``ItemFlow`` is the item half of :class:`proxy.core.protocols.responses.native.NativeStream`;
-the stream half numbers, frames and sends what this half decides.
+``ItemFlow`` is the item half of :class:`~proxy.core.protocols.responses.native.stream.
+NativeStream`, which routes each event; it holds the parts that each do one job: the calls
+(calls.py, a function call's state and its events), the message text (text.py, part fields
+and markup), and numbers and frames what they send.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Final
 
 from proxy.core.calls.state import DROPPED, OPEN
 from proxy.core.jsonvalues import INVALID, JSONObject
 from proxy.core.markup import build_extractor
 from proxy.core.markup.fail_open import fail_open
-from proxy.core.protocols.responses import native_calls, native_text
-from proxy.core.protocols.responses.native_driver import DELTA, NativeCalls
-from proxy.core.protocols.responses.native_items import Ev, Out, Up, message_part
-from proxy.core.protocols.responses.native_request import NativeRequest
+from proxy.core.protocols.responses.native import fields as call_fields
+from proxy.core.protocols.responses.native.calls import DELTA, NativeCalls
+from proxy.core.protocols.responses.native.lifecycle import EndStep, ItemEnd
+from proxy.core.protocols.responses.native.model import (
+    ClientItem,
+    UpstreamItem,
+    WireEvent,
+    message_part,
+)
+from proxy.core.protocols.responses.native.request import NativeRequest
+from proxy.core.protocols.responses.native.text import MessageText
+from proxy.core.protocols.responses.wire import frame
 from proxy.core.repairs import Repair
 
+_OPEN = ItemEnd.OPEN  # asked on every event: a module name, not the class attribute
 _ID_PREFIX: Final = {"message": "msg_", "function_call": "fc_", "reasoning": "rs_"}
 
 
-class ItemFlow(NativeCalls):
+class ItemFlow:
+    """The items of one native stream, and where its events go out (numbered in place).
+    ``dispatch`` routes one event (the stream's): the events of an item that waited are
+    routed again when it may go (``release``)."""
+
     def __init__(
-        self, request: NativeRequest, dialects: tuple[str, ...], *, dedupe: bool = False
+        self,
+        request: NativeRequest,
+        dialects: tuple[str, ...],
+        *,
+        new_id: Callable[[], str],
+        dispatch: Callable[[WireEvent], None],
+        dedupe: bool = False,
     ) -> None:
         self._request = request
+        self._new_id = new_id
+        self._dispatch = dispatch
+        self._seq = 0
+        self._out: list[bytes] = []
         self.dialects = dialects
         self.repairs: Counter[str] = Counter()
-        NativeCalls.__init__(self, request.fallback_name, self.repairs, dedupe=dedupe)
-        self._items: list[Out] = []
-        self._by_id: dict[str, Up] = {}
-        self._by_index: dict[int, Up] = {}
-        self._last: Up | None = None  # the item the upstream added most recently
-        self._open_item: Out | None = None  # the item shown and not yet done
+        #: the upstream's bytes held back, as they came: events waiting behind an item or a
+        #: held call, a held call's own, a message's opening deferred until its text shows
+        self.held_bytes = 0
+        self.cut = False  # a call ended with unparsable arguments
+        self.calls = NativeCalls(self, request.fallback_name, self.repairs, dedupe=dedupe)
+        self._keep = self.calls.keep  # bound once: asked on every fragment of a call
+        self.text = MessageText(self)
+        self._items: list[ClientItem] = []
+        self._by_id: dict[str, UpstreamItem] = {}
+        self._by_index: dict[int, UpstreamItem] = {}
+        self._last: UpstreamItem | None = None  # the item the upstream added most recently
+        self._open_item: ClientItem | None = None  # the item shown and not yet done
         # the items that must wait for the open one, in the order they began, each with its
         # events: one that may go next goes alone, its events read once (``release``)
-        self._waiting: dict[Up, list[Ev]] = {}
-        self.kept_text = 0  # characters of message text kept (to end a part the proxy ends)
-        self._extracting: Up | None = None  # the message whose text goes through markup
-        self.cut = False  # a call ended with unparsable arguments
+        self._waiting: dict[UpstreamItem, list[WireEvent]] = {}
+        self._extracting: UpstreamItem | None = None  # the message whose text goes through markup
 
-    # what the stream half provides
-    def dispatch(self, ev: Ev) -> None:
-        raise NotImplementedError
+    # -- what goes out ---------------------------------------------------------------------------
 
-    def new_item(self, kind: str, ident: str) -> Out:
+    def emit(self, ev: WireEvent) -> None:
+        """Send one event, numbered in place."""
+        ev.set("sequence_number", self._seq)
+        self._seq += 1
+        self._out.append(ev.raw if ev.raw is not None else frame(ev.payload))
+
+    def insert(self, payload: JSONObject) -> None:
+        self.emit(WireEvent(payload, None))
+
+    def repair(self, kind: str) -> None:
+        """Count a repair, each time it is made (the rule of every stream: docs/repairs.md)."""
+        self.repairs[kind] += 1
+
+    def new_id(self) -> str:
+        return self._new_id()
+
+    # -- what is held ----------------------------------------------------------------------------
+
+    def hold(self, queue: list[WireEvent], ev: WireEvent) -> None:
+        """``ev`` is held in ``queue`` (counted toward max_held_bytes)."""
+        queue.append(ev)
+        self.held_bytes += ev.size
+
+    def let_go(self, queue: list[WireEvent]) -> list[WireEvent]:
+        """The events of ``queue`` are held no more (the caller empties it)."""
+        self.held_bytes -= sum(ev.size for ev in queue)
+        return queue
+
+    # -- the items -------------------------------------------------------------------------------
+
+    def new_item(self, kind: str, ident: str) -> ClientItem:
         """An item the proxy adds (out of markup), open from now on."""
-        out = Out(len(self._items), ident, kind)
+        out = ClientItem(len(self._items), ident, kind)
         self._items.append(out)
         self._open_item = out
         return out
 
-    def find(self, ev: Ev) -> Up | None:
+    def find(self, ev: WireEvent) -> UpstreamItem | None:
         """The upstream item an event belongs to: by item id, else output_index, else the
         latest; an id that differs from the one known for the item is a rotating id."""
         item = ev.get("item")
@@ -71,14 +127,14 @@ class ItemFlow(NativeCalls):
             self._by_id[ident] = up
         return up
 
-    def _added(self, ev: Ev) -> None:
+    def _added(self, ev: WireEvent) -> None:
         item = ev.get("item")
         if not isinstance(item, dict):
             self.emit(ev)
             return
         up = ev.up
         if up is None:  # known from now on, even while it waits, so its events find it
-            up = ev.up = Up(str(item.get("type")))
+            up = ev.up = UpstreamItem(str(item.get("type")))
             ident, index = item.get("id"), ev.get("output_index")
             if isinstance(ident, str) and ident:
                 self._by_id[ident] = up
@@ -88,7 +144,7 @@ class ItemFlow(NativeCalls):
         if self._must_wait(ev):
             return
         if up.type == "function_call":
-            self.call_added(up, ev, item)  # shown when the table opens it
+            self.calls.call_added(up, ev, item)  # shown when the table opens it
             return
         if up.type == "message" and self.dialects:
             up.extractor = fail_open(build_extractor(self.dialects, self._request.chat_tools))
@@ -97,7 +153,7 @@ class ItemFlow(NativeCalls):
             return
         self.show(up, ev)
 
-    def _must_wait(self, ev: Ev) -> bool:
+    def _must_wait(self, ev: WireEvent) -> bool:
         """Items never interleave: an item that begins while another is open waits, with its
         events, until that one is done (its text ends here). A call whose arguments ended
         (their ``.done`` came, or they are one whole JSON value) cannot go on, so it is
@@ -105,28 +161,28 @@ class ItemFlow(NativeCalls):
         True when ``ev`` was held."""
         text = self._extracting
         if text is not None and text is not ev.up and text.extractor is not None:
-            native_text.end_extraction(self, text)
+            self.text.end_extraction(text)
         open_item = self._open_item
-        if open_item is not None and self._blocking is None and _call_ended(open_item):
+        if open_item is not None and self.calls.blocking is None and _call_ended(open_item):
             self.close_early(open_item)
-        if self._blocking is None and self._open_item is None:
+        if self.calls.blocking is None and self._open_item is None:
             return False
         self.repair(Repair.ITEMS_INTERLEAVED)
         assert ev.up is not None
         self.wait(ev.up, ev)
         return True
 
-    def wait(self, up: Up, ev: Ev) -> None:
+    def wait(self, up: UpstreamItem, ev: WireEvent) -> None:
         """``ev`` waits with the item it belongs to (``release``)."""
         queue = self._waiting.get(up)
         if queue is None:
             queue = self._waiting[up] = []
         self.hold(queue, ev)
 
-    def show(self, up: Up, ev: Ev) -> Out:
+    def show(self, up: UpstreamItem, ev: WireEvent) -> ClientItem:
         """The upstream's output_item.added, as the next item of the output."""
         item = ev.payload["item"]
-        out = Out(len(self._items), "", up.type)
+        out = ClientItem(len(self._items), "", up.type)
         if not isinstance(item.get("id"), str) or not item["id"]:
             self.repair(Repair.ITEM_ID_MISSING)
             item["id"] = _ID_PREFIX.get(up.type, "item_") + self.new_id()
@@ -136,16 +192,20 @@ class ItemFlow(NativeCalls):
         if ev.get("output_index") is None:
             self.repair(Repair.OUTPUT_INDEX_MISSING)
         ev.set("output_index", out.index)
-        moved = native_calls.added(self, ev, item, out) if up.type == "function_call" else ""
+        moved = ""
+        if up.type == "function_call":
+            moved, repairs = call_fields.shown(ev, item, out)
+            for kind in repairs:
+                self.repair(kind)
         self._items.append(out)
         self._open_item = out
         up.target = out
         self.emit(ev)
         if moved:
-            native_calls.arguments_delta(self, out, moved)
+            self.insert(call_fields.arguments_delta(out, moved))
         return out
 
-    def _item_event(self, ev: Ev) -> None:
+    def _item_event(self, ev: WireEvent) -> None:
         up = self.find(ev)
         if up is None:
             up = self._orphan(ev)
@@ -154,16 +214,16 @@ class ItemFlow(NativeCalls):
                 return
         call = up.call
         if call is not None and call.state is not OPEN:
-            self.call_event(call, ev, ev.type)  # held behind its opening, or dropped
+            self.calls.call_event(call, ev, ev.type)  # held behind its opening, or dropped
             return
-        if self._blocking is not None:
+        if self.calls.blocking is not None:
             self.wait(up, ev)
             return
         if up.extractor is not None or up.rewritten:
-            native_text.text_event(self, up, ev)
+            self.text.text_event(up, ev)
             return
         out = up.target
-        if up.closed_early:
+        if up.end is not _OPEN and up.closed_early:  # most items are open: no call
             if ev.type.endswith(".delta"):
                 self.emit(ev)  # text after the item was ended: passed on, never lost
             return  # the proxy ended the item already; its late closing is dropped
@@ -180,13 +240,13 @@ class ItemFlow(NativeCalls):
                 self._keep(call, str(ev.payload.get("delta") or ""))
                 self.emit(ev)
             else:
-                self.call_event(call, ev, kind)
+                self.calls.call_event(call, ev, kind)
             return
         if kind.startswith(("response.content_part.", "response.output_text.")):
-            native_text.part_fields(self, ev, out)
+            self.text.part_fields(ev, out)
         self.emit(ev)
 
-    def fix_item_fields(self, ev: Ev, out: Out, *, count: bool = True) -> None:
+    def fix_item_fields(self, ev: WireEvent, out: ClientItem, *, count: bool = True) -> None:
         ident = ev.get("item_id")
         if ident != out.id:
             if count:
@@ -196,7 +256,7 @@ class ItemFlow(NativeCalls):
             self.repair(Repair.OUTPUT_INDEX_MISSING)
         ev.set("output_index", out.index)
 
-    def _orphan(self, ev: Ev) -> Up | None:
+    def _orphan(self, ev: WireEvent) -> UpstreamItem | None:
         """An item event with no item added before it: the item is added here."""
         kind = {
             "response.output_text.delta": "message",
@@ -216,50 +276,50 @@ class ItemFlow(NativeCalls):
             item |= {"content": [], "role": "assistant"}
         else:
             item |= {"arguments": "", "call_id": "", "name": self._request.fallback_name or ""}
-        added = Ev({"type": "response.output_item.added", "item": item}, None)
+        added = WireEvent({"type": "response.output_item.added", "item": item}, None)
         if isinstance(ev.get("output_index"), int):
             added.payload["output_index"] = ev.get("output_index")
         self._added(added)
         return self.find(ev)
 
-    def _item_done(self, ev: Ev) -> None:
+    def _item_done(self, ev: WireEvent) -> None:
         up = self.find(ev)
         if up is None:
             self.emit(ev)
             return
         call = up.call
-        if self._blocking is not None and call is not self._blocking:
+        if self.calls.blocking is not None and call is not self.calls.blocking:
             self.wait(up, ev)
             return
         if call is not None and call.state is not OPEN:
-            self.call_ended(call, ev.get("item"))
+            self.calls.call_ended(call, ev.get("item"))
             if call.state is DROPPED:
-                up.done = True
+                up.ended(EndStep.UPSTREAM_ENDS)
                 return
         if up.extractor is not None or up.rewritten or (up.target is None and up.deferred):
-            native_text.text_done(self, up, ev)
+            self.text.text_done(up, ev)
             return
         out = up.target
         if up.closed_early or (out is None and up.done):
             if not up.closed_early:
                 self.emit(ev)
-            up.done = True
+            up.ended(EndStep.UPSTREAM_ENDS)
             return
         if out is None or (self._open_item is not out and self._open_item is not None):
             self.wait(up, ev)
             return
-        up.done = True
+        up.ended(EndStep.UPSTREAM_ENDS)
         item = ev.payload["item"]
         self.fix_item_fields_done(ev, item, out)
         if out.type == "function_call":
-            native_calls.call_done(self, ev, item, out)
+            self.calls.item_done(ev, item, out)
         elif out.type == "message" and out.part_open:
-            native_text.close_part(self, out)
+            self.text.close_part(out)
         self.finish(out, item)
         self.emit(ev)
         self.release()
 
-    def fix_item_fields_done(self, ev: Ev, item: JSONObject, out: Out) -> None:
+    def fix_item_fields_done(self, ev: WireEvent, item: JSONObject, out: ClientItem) -> None:
         if item.get("id") != out.id:
             self.repair(Repair.ITEM_ID_ROTATING if item.get("id") else Repair.ITEM_ID_MISSING)
             item["id"] = out.id
@@ -268,7 +328,7 @@ class ItemFlow(NativeCalls):
             self.repair(Repair.OUTPUT_INDEX_MISSING)
         ev.set("output_index", out.index)
 
-    def finish(self, out: Out, item: JSONObject) -> None:
+    def finish(self, out: ClientItem, item: JSONObject) -> None:
         out.done = item
         if self._open_item is out:
             self._open_item = None
@@ -277,28 +337,28 @@ class ItemFlow(NativeCalls):
         """The open item is done: the item that waited longest goes on with its events, in
         order, then the next, as long as none is open (the others' events are not read)."""
         waiting = self._waiting
-        while waiting and self._open_item is None and self._blocking is None:
+        while waiting and self._open_item is None and self.calls.blocking is None:
             up = next(iter(waiting))
             for ev in self.let_go(waiting.pop(up)):
-                self.dispatch(ev)
+                self._dispatch(ev)
 
-    def waited(self) -> list[Ev]:
+    def waited(self) -> list[WireEvent]:
         """Every event waiting, in the order they came (the queues emptied)."""
         events = self.let_go([ev for queue in self._waiting.values() for ev in queue])
         self._waiting = {}
         events.sort(key=arrival)
         return events
 
-    def held_events(self) -> list[Ev]:
+    def held_events(self) -> list[WireEvent]:
         """Every upstream event held anywhere, in the order they came, the holding let go of
         (the stream gives up rewriting: they go out as they came)."""
         events = self.waited()
-        call = self._blocking
+        call = self.calls.blocking
         if call is not None:
-            self._unblock(call)
-            events += [] if call.added is None else [call.added]
-            events += self.let_go(call.queue)
-            call.queue = []
+            self.calls.unblock(call)
+            events += [] if call.opening is None else [call.opening]
+            events += self.let_go(call.held)
+            call.held = []
         for up in {id(up): up for up in (*self._by_id.values(), *self._by_index.values())}.values():
             if up.deferred:
                 events += self.let_go(up.deferred)
@@ -306,15 +366,15 @@ class ItemFlow(NativeCalls):
         events.sort(key=arrival)
         return events
 
-    def close_early(self, out: Out) -> None:
+    def close_early(self, out: ClientItem) -> None:
         """End an item the upstream never ended (R3: no output_item.done for calls), at
         the end of the stream; closing events of its that still come are dropped."""
         self.repair(Repair.ITEM_DONE_MISSING)
         if out.up is not None and out.up.target is out:
-            out.up.closed_early = True
+            out.up.ended(EndStep.PROXY_ENDS)
         if out.type == "message":
             if out.part_open:
-                native_text.close_part(self, out)
+                self.text.close_part(out)
             item = {
                 "id": out.id,
                 "type": "message",
@@ -323,14 +383,14 @@ class ItemFlow(NativeCalls):
                 "content": [message_part(t) for t in out.texts],
             }
         elif out.type == "function_call":
-            item = native_calls.ended_early(self, out)
+            item = self.calls.ended_early(out)
         else:
             item = {"id": out.id, "type": out.type}
         self.finish(out, item)
         self.insert({"type": "response.output_item.done", "output_index": out.index, "item": item})
 
 
-def _call_ended(out: Out) -> bool:
+def _call_ended(out: ClientItem) -> bool:
     """Whether ``out`` is an upstream call shown whose arguments ended: their ``.done`` went
     out, or they are one whole JSON value (which no more text can extend)."""
     call = out.call
@@ -342,5 +402,5 @@ def _call_ended(out: Out) -> bool:
     )
 
 
-def arrival(ev: Ev) -> int:
+def arrival(ev: WireEvent) -> int:
     return ev.n

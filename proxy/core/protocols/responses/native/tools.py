@@ -17,7 +17,8 @@ word (the model never sees them), LM Studio refuses the request (``tools.N.type`
   each into a chat message of its own, which templates refuse (Qwen3.5: "System message must
   be at the beginning."; Mistral: roles must alternate), as request_repairs/roles.py says.
 
-:class:`NamesBack` then gives the client its own tools back in the server's stream: a
+:class:`NamesBack` then gives the client its own tools back in the server's stream, and
+:func:`names_back` in its whole (non-streamed) answer, both through :func:`client_item`: a
 flattened function's call as ``name`` + ``namespace``, a custom tool's call as a
 ``custom_tool_call`` item whose ``input`` is the function's ``input`` argument.
 """
@@ -222,9 +223,7 @@ class NamesBack:
                 return [event.raw]
             payload["item"] = item
         elif kind in _TERMINAL and isinstance(payload.get("response"), dict):
-            output = payload["response"].get("output")
-            if isinstance(output, list):
-                payload["response"]["output"] = [self._client_item(i) for i in output]
+            client_output(payload["response"], self._refs)
         elif kind == "response.function_call_arguments.delta" and self._is_custom(payload):
             self._shift -= 1
             return []
@@ -256,22 +255,58 @@ class NamesBack:
         return encode_event(orjson.dumps(payload), event=str(payload.get("type")))
 
     def _client_item(self, item: object) -> object:
-        if not isinstance(item, dict) or item.get("type") != "function_call":
-            return item
-        ref = self._refs.get(str(item.get("name")))
-        if ref is None:
-            return item
-        if ref.kind is ToolKind.CUSTOM:
-            if isinstance(item.get("id"), str):
-                self._custom[item["id"]] = ref.name
-            custom = {k: v for k, v in item.items() if k not in ("arguments", "type")}
-            return {
-                "type": "custom_tool_call",
-                **custom,
-                "name": ref.name,
-                "input": _input_of(item.get("arguments")),
-            }
-        return {**item, "name": ref.name, "namespace": ref.namespace}
+        named = client_item(item, self._refs)
+        if isinstance(named, dict) and named is not item:
+            # a custom call's argument events become custom_tool_call_input ones
+            custom = named.get("id") if named["type"] == "custom_tool_call" else None
+            if isinstance(custom, str):
+                self._custom[custom] = named["name"]
+        return named
+
+
+def names_back(body: bytes, refs: Mapping[str, ToolRef]) -> bytes:
+    """A whole (non-streamed) Response with the client's own tools back, as :class:`NamesBack`
+    gives them in a stream; the very bytes when no call needs it (or it is no Response)."""
+    if not refs:
+        return body
+    try:
+        response = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body
+    if not isinstance(response, dict) or not client_output(response, refs):
+        return body
+    return orjson.dumps(response)
+
+
+def client_output(response: JSONObject, refs: Mapping[str, ToolRef]) -> bool:
+    """A Response object's ``output`` items named back in place; whether any changed."""
+    output = response.get("output")
+    if not isinstance(output, list):
+        return False
+    named = [client_item(item, refs) for item in output]
+    if all(a is b for a, b in zip(named, output, strict=True)):
+        return False
+    response["output"] = named
+    return True
+
+
+def client_item(item: object, refs: Mapping[str, ToolRef]) -> object:
+    """An output item as the client's tools name it: a flattened function's call as ``name`` +
+    ``namespace``, a custom tool's as a ``custom_tool_call``; the very item otherwise."""
+    if not isinstance(item, dict) or item.get("type") != "function_call":
+        return item
+    ref = refs.get(str(item.get("name")))
+    if ref is None:
+        return item
+    if ref.kind is ToolKind.CUSTOM:
+        custom = {k: v for k, v in item.items() if k not in ("arguments", "type")}
+        return {
+            "type": "custom_tool_call",
+            **custom,
+            "name": ref.name,
+            "input": _input_of(item.get("arguments")),
+        }
+    return {**item, "name": ref.name, "namespace": ref.namespace}
 
 
 def _input_of(arguments: object) -> str:

@@ -1,0 +1,64 @@
+"""The lifecycle of a native Messages stream's message, as one table (the call states are
+proxy/core/calls/state.py's; this is what the stream itself goes through).
+
+Rules:
+
+* the client sees one message: ``message_start`` first (made up when a block starts before
+  it), its blocks, then ``message_delta`` (the stop reason; made up at ``message_stop`` or a
+  clean end without one) and ``message_stop``, after which the message is over and every
+  later byte passes as it came; an ``error`` event ends it as well;
+* a ``message_delta`` may come before any start (the stream never started a message): that
+  is a phase of its own, so that a start after it still knows the delta came;
+* a phase changes only by a transition of :data:`MESSAGE`; a missing one is a bug of the proxy
+  (``NormalizerError``), never a guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum
+from typing import Final
+
+from proxy.core.errors import NormalizerError
+
+
+class Phase(Enum):
+    NEW = "new"  #: nothing of the message yet
+    STARTED = "started"  #: message_start went out
+    DELTA_FIRST = "delta-first"  #: a message_delta went out, no message_start yet
+    FINISHING = "finishing"  #: message_start and a message_delta went out
+    OVER = "over"  #: message_stop (or an error) went out: the message is over
+
+
+class Step(Enum):
+    START = "start"  #: a message_start goes out (the upstream's or the proxy's)
+    DELTA = "delta"  #: a message_delta goes out
+    STOP = "stop"  #: message_stop goes out
+    ERROR = "error"  #: an error event goes out
+
+
+MESSAGE: Final[Mapping[tuple[Phase, Step], Phase]] = {
+    (Phase.NEW, Step.START): Phase.STARTED,
+    (Phase.NEW, Step.DELTA): Phase.DELTA_FIRST,
+    (Phase.STARTED, Step.DELTA): Phase.FINISHING,
+    (Phase.DELTA_FIRST, Step.START): Phase.FINISHING,
+    (Phase.DELTA_FIRST, Step.DELTA): Phase.DELTA_FIRST,
+    (Phase.FINISHING, Step.DELTA): Phase.FINISHING,
+    **{
+        (phase, step): Phase.OVER
+        for phase in Phase
+        if phase is not Phase.OVER
+        for step in (Step.STOP, Step.ERROR)
+    },
+}
+
+#: the phases in which message_start went out, and those in which a message_delta did
+STARTED: Final = frozenset({Phase.STARTED, Phase.FINISHING})
+DELTA_SEEN: Final = frozenset({Phase.DELTA_FIRST, Phase.FINISHING})
+
+
+def after(phase: Phase, step: Step) -> Phase:
+    try:
+        return MESSAGE[phase, step]
+    except KeyError:
+        raise NormalizerError(f"native Messages: no transition from {phase} on {step}") from None
