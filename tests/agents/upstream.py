@@ -25,7 +25,7 @@ from aiohttp import web
 
 from tests.agents import shapes
 from tests.agents.shapes import SHAPES, Chunk
-from tests.protocols.responses.native_replay import QUIRKS, ResponsesReplay
+from tests.core.protocols.responses.native_replay import QUIRKS, ResponsesReplay
 
 MARKER: Final = "toolcall-proxy-proof"
 SHELL_TOOLS: Final = ("bash", "Bash", "exec_command", "shell", "local_shell")
