@@ -13,7 +13,7 @@ from proxy.core.errors import ClientRequestError, ConfigError
 from proxy.core.forwarding import Forwarding
 from proxy.settings import UpstreamSettings, load_settings
 from tests.conftest import upstream_url
-from tests.request_upstream import AnyUpstream
+from tests.support.upstreams import AnyUpstream
 
 
 def test_an_exact_name_wins_over_a_glob_and_the_first_glob_wins():

@@ -19,9 +19,9 @@ from aiohttp import ClientResponse, web
 from proxy.core.sse import SSEDecoder
 from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, port_of, upstream_url
-from tests.raw_upstream import CHUNKED, SSE_HEAD, Conn, raw_upstream
-from tests.sockets import open_connections_to, queued_bytes
-from tests.streams import recorded
+from tests.support.raw_upstream import CHUNKED, SSE_HEAD, Conn, raw_upstream
+from tests.support.sockets import open_connections_to, queued_bytes
+from tests.support.streams import recorded
 
 CHAT = "/v1/chat/completions"
 TEXT = recorded("llamacpp-b9821-no-tools-text.sse")

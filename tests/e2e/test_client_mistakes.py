@@ -21,7 +21,7 @@ from aiohttp.test_utils import TestClient
 
 from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, upstream_url
-from tests.request_upstream import AnyUpstream
+from tests.support.upstreams import AnyUpstream
 
 Proxy = TestClient[web.Request, web.Application]
 Start = Callable[..., Awaitable[tuple[AnyUpstream, Proxy]]]

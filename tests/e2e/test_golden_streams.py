@@ -17,9 +17,9 @@ import pytest
 from aiohttp import web
 
 from proxy.settings import UpstreamSettings
-from tests import strict_checker
 from tests.conftest import StartProxy, StartUpstream, upstream_url
-from tests.streams import serve_writes, split_events
+from tests.support import strict_checker
+from tests.support.streams import serve_writes, split_events
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 CASES = [c for c in json.loads((GOLDEN / "cases.json").read_text()) if c["complete"]]

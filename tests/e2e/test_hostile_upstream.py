@@ -19,7 +19,7 @@ from aiohttp import web
 from proxy.core.sse import DONE, Event, SSEDecoder
 from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, upstream_url
-from tests.streams import (
+from tests.support.streams import (
     arguments,
     call_event,
     chunk_event,

@@ -31,8 +31,8 @@ from proxy.settings import Settings, UpstreamSettings
 from proxy.shell.app import upstream_options
 from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.core.protocols.chat.test_properties import argument_and_text_chars, mutated
-from tests.normalize_helpers import cut, run
-from tests.streams import read_until_error
+from tests.support.normalizer import cut, run
+from tests.support.streams import read_until_error
 
 CHAT = "/v1/chat/completions"
 LIMITS = {"max_held_bytes": 4096}  # small enough that some mutated streams reach the cap

@@ -12,7 +12,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from tests.conftest import UPSTREAM_FIXTURES, StartProxy, StartUpstream
-from tests.streams import serve_writes, split_events
+from tests.support.streams import serve_writes, split_events
 
 RECORDED = sorted(UPSTREAM_FIXTURES.glob("*.sse"))
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from proxy.settings import UpstreamSettings
-from tests import strict_checker
 from tests.conftest import StartProxy, StartUpstream, upstream_url
-from tests.streams import serve_writes, split_events
+from tests.support import strict_checker
+from tests.support.streams import serve_writes, split_events
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 REQUESTS: dict[str, Any] = json.loads((GOLDEN / "requests.json").read_text())

@@ -22,7 +22,7 @@ from proxy.shell.handlers import OFF_LOOP_BYTES
 from proxy.shell.request_body import parse_json
 from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.core.protocols.responses import checker
-from tests.request_upstream import AnyUpstream
+from tests.support.upstreams import AnyUpstream
 
 PATHS = {"responses": "/v1/responses", "messages": "/v1/messages"}
 

@@ -30,8 +30,8 @@ from hypothesis import strategies as st
 
 from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, upstream_url
-from tests.request_upstream import AnyUpstream
-from tests.streams import read_until_error
+from tests.support.streams import read_until_error
+from tests.support.upstreams import AnyUpstream
 
 RESPONSES: dict[str, Any] = {
     "model": "m",

@@ -23,7 +23,7 @@ from proxy.core.errors import ConfigError
 from proxy.settings import UpstreamSettings, load_settings
 from proxy.shell.auth import ClientKeys
 from tests.conftest import StartProxy, StartUpstream, port_of, template_probe, upstream_url
-from tests.raw_upstream import Conn, raw_upstream
+from tests.support.raw_upstream import Conn, raw_upstream
 
 
 class Recorder:

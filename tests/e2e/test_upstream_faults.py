@@ -18,7 +18,7 @@ import pytest
 
 from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy
-from tests.raw_upstream import (
+from tests.support.raw_upstream import (
     CHUNKED,
     CLOSE_DELIMITED,
     FRAMINGS,
@@ -29,7 +29,7 @@ from tests.raw_upstream import (
     raw_upstream,
     stream_then,
 )
-from tests.streams import arguments, content, read_until_error, recorded
+from tests.support.streams import arguments, content, read_until_error, recorded
 
 CHAT = "/v1/chat/completions"
 STREAM_REQUEST = {"model": "m", "stream": True}

@@ -12,7 +12,7 @@ import pytest
 
 from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, upstream_url
-from tests.request_upstream import AnyUpstream
+from tests.support.upstreams import AnyUpstream
 
 CLIENT = {"Authorization": "Bearer sk-client", "x-api-key": "sk-client-anthropic"}
 

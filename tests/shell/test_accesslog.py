@@ -19,8 +19,8 @@ from proxy.shell.accesslog import ACCESS_LOGGER, configure_logging
 from tests.conftest import UPSTREAM_FIXTURES, StartProxy, StartUpstream, upstream_url
 from tests.e2e.test_passthrough import replay_app
 from tests.e2e.test_upstream_failures import free_port
-from tests.request_upstream import AnyUpstream
-from tests.streams import read_until_error
+from tests.support.streams import read_until_error
+from tests.support.upstreams import AnyUpstream
 
 CHAT = "/v1/chat/completions"
 

@@ -28,7 +28,7 @@ from proxy.shell.metrics import (
 )
 from tests.conftest import UPSTREAM_FIXTURES, StartProxy, StartUpstream, upstream_url
 from tests.e2e.test_passthrough import replay_app
-from tests.streams import split_events
+from tests.support.streams import split_events
 
 CHAT = "/v1/chat/completions"
 Proxy = TestClient[web.Request, web.Application]

@@ -20,7 +20,7 @@ import pytest
 from aiohttp import web
 
 from tests.conftest import StartUpstream, upstream_url
-from tests.streams import read_until_error
+from tests.support.streams import read_until_error
 
 ROOT = Path(__file__).parents[2]
 FIRST = b'data: {"n": 1}\n\n'

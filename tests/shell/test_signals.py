@@ -27,7 +27,7 @@ import pytest
 from proxy.shell.hangup import IGNORED
 from tests.conftest import StartUpstream, upstream_url
 from tests.shell.test_shutdown import FIRST, REST, HeldStream
-from tests.streams import read_until_error
+from tests.support.streams import read_until_error
 
 ROOT = Path(__file__).parents[2]
 CHAT = "/v1/chat/completions"

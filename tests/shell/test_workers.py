@@ -29,7 +29,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from proxy.cli import main
 from tests.conftest import StartUpstream, upstream_url
 from tests.shell.test_shutdown import FIRST, REST, HeldStream, connection_refused
-from tests.streams import read_until_error
+from tests.support.streams import read_until_error
 
 ROOT = Path(__file__).parents[2]
 CHAT = "/v1/chat/completions"

@@ -15,7 +15,7 @@ from aiohttp import web
 from proxy.cli import COMMANDS, build_parser, main
 from tests.conftest import UPSTREAM_FIXTURES, StartUpstream, upstream_url
 from tests.e2e.test_upstream_failures import free_port
-from tests.streams import split_events
+from tests.support.streams import split_events
 
 ROOT = Path(__file__).parents[2]
 SHIPPED_CONFIGS = sorted(ROOT.glob("config/*.toml")) + sorted(ROOT.glob("deploy/config/*.toml"))

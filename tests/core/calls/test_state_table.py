@@ -32,8 +32,8 @@ from proxy.core.calls.state import (
 from proxy.core.errors import NormalizerError
 from proxy.core.protocols.chat.choice import ChoiceNormalizer
 from proxy.core.protocols.chat.normalize import RequestInfo
-from tests.normalize_helpers import eventwise, run
-from tests.streams import chunk_event as chunk
+from tests.support.normalizer import eventwise, run
+from tests.support.streams import chunk_event as chunk
 
 FORMS = pytest.mark.parametrize(
     ("table", "states"), [(S1, S1_STATES), (S2, S2_STATES)], ids=["S1", "S2"]

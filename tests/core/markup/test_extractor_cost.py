@@ -5,7 +5,7 @@ and what is left per stream is little more than making the dialect objects thems
 from __future__ import annotations
 
 from proxy.core.markup import DIALECTS, build_extractor, check_names
-from tests.cpu import least_cpu_seconds
+from tests.support.cpu import least_cpu_seconds
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
 

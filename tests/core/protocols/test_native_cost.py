@@ -23,7 +23,7 @@ from proxy.core.protocols.registry import CLIENT_PROTOCOLS
 from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.core.protocols import native_shapes as s
-from tests.cpu import least_cpu_seconds
+from tests.support.cpu import least_cpu_seconds
 
 GROWTH = 16
 BOUND = 40

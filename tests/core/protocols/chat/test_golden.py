@@ -25,8 +25,8 @@ import pytest
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat.normalize import RequestInfo
 from proxy.core.repairs import DETECTED_ONLY
-from tests import strict_checker
-from tests.normalize_helpers import bytewise, eventwise, random_cuts, run
+from tests.support import strict_checker
+from tests.support.normalizer import bytewise, eventwise, random_cuts, run
 
 GOLDEN = Path(__file__).parents[3] / "golden"
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "upstream"

@@ -12,8 +12,8 @@ import pytest
 
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
-from tests.normalize_helpers import bytewise, random_cuts, run
-from tests.strict_checker import check, reconstruct
+from tests.support.normalizer import bytewise, random_cuts, run
+from tests.support.strict_checker import check, reconstruct
 
 ENVELOPE = {"id": "chatcmpl-g", "object": "chat.completion.chunk", "created": 1, "model": "m"}
 TOOLS = {"tools": [{"type": "function", "function": {"name": "get_weather"}}]}

@@ -19,8 +19,8 @@ import pytest
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
-from tests.cpu import least_cpu_seconds
-from tests.normalize_helpers import counting_ids
+from tests.support.cpu import least_cpu_seconds
+from tests.support.normalizer import counting_ids
 
 GROWTH = 16
 BOUND = 40

@@ -23,8 +23,8 @@ from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat.normalize import RequestInfo, normalize_completion
 from tests.core.markup.examples import SAMPLES
 from tests.core.markup.helpers import tokens
-from tests.normalize_helpers import counting_ids, cut, run
-from tests.strict_checker import check, reconstruct
+from tests.support.normalizer import counting_ids, cut, run
+from tests.support.strict_checker import check, reconstruct
 
 ENVELOPE = {"id": "chatcmpl-d", "object": "chat.completion.chunk", "created": 1, "model": "m"}
 TOOLS = {"tools": [{"type": "function", "function": {"name": "get_weather"}}]}

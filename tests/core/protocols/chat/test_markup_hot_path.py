@@ -23,7 +23,7 @@ from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from tests.core.markup.helpers import tokens
 from tests.core.protocols.chat.test_markup_calls import ON, TOOLS, hermes, stream
-from tests.normalize_helpers import counting_ids, eventwise
+from tests.support.normalizer import counting_ids, eventwise
 
 
 def compact(body: bytes) -> bytes:

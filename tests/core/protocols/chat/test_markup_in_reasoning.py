@@ -15,8 +15,8 @@ from proxy.core.markup import DIALECTS, check_names, reasoning_names
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat.normalize import RequestInfo, normalize_completion
 from proxy.settings import load_settings
-from tests.normalize_helpers import counting_ids, run
-from tests.strict_checker import check, reconstruct
+from tests.support.normalizer import counting_ids, run
+from tests.support.strict_checker import check, reconstruct
 
 ENVELOPE = {"id": "chatcmpl-r", "object": "chat.completion.chunk", "created": 1, "model": "m"}
 WEATHER = {

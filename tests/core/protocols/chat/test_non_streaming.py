@@ -10,7 +10,7 @@ import pytest
 
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat.normalize import RequestInfo, normalize_completion
-from tests.normalize_helpers import counting_ids
+from tests.support.normalizer import counting_ids
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "upstream"
 WEATHER = {"type": "function", "function": {"name": "get_weather"}}

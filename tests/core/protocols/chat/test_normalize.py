@@ -18,8 +18,8 @@ from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.sse import DONE, Event, RawBytes, SSEDecoder
 from proxy.shell.random_ids import new_id_factory
-from tests.normalize_helpers import counting_ids, run
-from tests.strict_checker import check, chunks, reconstruct
+from tests.support.normalizer import counting_ids, run
+from tests.support.strict_checker import check, chunks, reconstruct
 
 ENVELOPE = {"id": "chatcmpl-u", "object": "chat.completion.chunk", "created": 1, "model": "m"}
 WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {}}}

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat.normalize import RequestInfo
 from proxy.core.repairs import DETECTED_ONLY
-from tests.normalize_helpers import cut, run
-from tests.stream_strategies import CANONICAL, Call, Choice, Drawn, streams, text_streams
-from tests.strict_checker import check, events, reconstruct
+from tests.support.normalizer import cut, run
+from tests.support.stream_strategies import CANONICAL, Call, Choice, Drawn, streams, text_streams
+from tests.support.strict_checker import check, events, reconstruct
 
 FORMS = ["S1", "S2"]
 GOLDEN_INPUTS = sorted((Path(__file__).parents[3] / "golden").glob("*.in.sse"))

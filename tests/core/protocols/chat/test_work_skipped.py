@@ -12,8 +12,8 @@ from proxy.core.protocols.chat import normalize
 from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.sse import Event, RawBytes, SSEDecoder
-from tests.normalize_helpers import counting_ids
-from tests.streams import chunk_event as chunk
+from tests.support.normalizer import counting_ids
+from tests.support.streams import chunk_event as chunk
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
 

@@ -10,7 +10,7 @@ from typing import Any
 from proxy.core.markup import check_names
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.messages.native import NativeMessages
-from tests.normalize_helpers import bytewise, random_cuts
+from tests.support.normalizer import bytewise, random_cuts
 
 TOOLS_REQUEST: dict[str, Any] = {
     "model": "claude-test",

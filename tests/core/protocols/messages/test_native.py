@@ -18,7 +18,7 @@ from proxy.core.repairs import Repair
 from tests.core.protocols.messages import streams
 from tests.core.protocols.messages.checker import Result, check
 from tests.core.protocols.messages.native_helpers import every_cut, repair
-from tests.normalize_helpers import cut
+from tests.support.normalizer import cut
 
 RECORDED = sorted(
     p.stem.removeprefix("messages-") for p in streams.PROTOCOL_FIXTURES.glob("messages-*.sse")

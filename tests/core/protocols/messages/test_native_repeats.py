@@ -19,7 +19,7 @@ from tests.core.protocols.messages import streams
 from tests.core.protocols.messages.checker import check, events_of
 from tests.core.protocols.messages.native_helpers import TOOLS_REQUEST, every_cut, repair
 from tests.core.protocols.messages.upstreams import Recording, messages_upstream
-from tests.cpu import least_cpu_seconds
+from tests.support.cpu import least_cpu_seconds
 
 PARALLEL = "anthropic-haiku35-parallel-three-tools"  # three make_directory calls, inputs differ
 

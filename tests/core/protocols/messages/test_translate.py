@@ -12,7 +12,7 @@ import pytest
 from proxy.core.options import UpstreamOptions
 from tests.core.protocols.messages.checker import check
 from tests.core.protocols.messages.translate_helpers import GOLDEN, REQUESTS, SINGLE, translate
-from tests.normalize_helpers import bytewise, random_cuts
+from tests.support.normalizer import bytewise, random_cuts
 
 single = pytest.mark.parametrize("case", SINGLE, ids=[c["name"] for c in SINGLE])
 FINISHED = [c for c in SINGLE if c["complete"] and c["expect"][0]["finish_reason"] is not None]

@@ -13,7 +13,7 @@ from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.protocols.messages.encode import MessagesEncoder
 from proxy.core.protocols.messages.request import MessagesContext
-from tests.normalize_helpers import counting_ids
+from tests.support.normalizer import counting_ids
 
 GOLDEN = Path(__file__).parents[3] / "golden"
 CASES: list[dict[str, Any]] = json.loads((GOLDEN / "cases.json").read_text(encoding="utf-8"))

@@ -35,7 +35,7 @@ from proxy.core.protocols.responses.native_request import NativeRequest
 from proxy.core.repairs import Repair
 from tests.core.protocols.responses import variants as v
 from tests.core.protocols.responses.checker import Checked, check
-from tests.normalize_helpers import bytewise, random_cuts
+from tests.support.normalizer import bytewise, random_cuts
 
 RECORDED = [p.name for p in sorted(v.FIXTURES.glob("responses-*.sse"))]
 WEATHER_TOOLS = {

@@ -35,8 +35,8 @@ from tests.conftest import upstream_url
 from tests.core.protocols.responses import variants as v
 from tests.core.protocols.responses.checker import check
 from tests.core.protocols.responses.test_native import WEATHER_TOOLS, summary
-from tests.cpu import least_cpu_seconds
-from tests.normalize_helpers import bytewise, random_cuts
+from tests.support.cpu import least_cpu_seconds
+from tests.support.normalizer import bytewise, random_cuts
 
 START = Started(id="chatcmpl-x", model="m", created=1)
 

@@ -19,7 +19,7 @@ from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.protocols.responses import encoder as responses_encoder
 from proxy.core.protocols.responses.context import ResponsesContext
 from tests.core.protocols.responses.checker import check
-from tests.normalize_helpers import bytewise, random_cuts
+from tests.support.normalizer import bytewise, random_cuts
 
 GOLDEN = Path(__file__).parents[3] / "golden"
 CASES: list[dict[str, Any]] = json.loads((GOLDEN / "cases.json").read_text(encoding="utf-8"))

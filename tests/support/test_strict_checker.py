@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.strict_checker import check, reconstruct
+from tests.support.strict_checker import check, reconstruct
 
 
 def stream(*deltas: Any, done: bool = True) -> bytes:
