@@ -29,8 +29,8 @@ from tests.container.recorded import (
     recorded_upstream,
     upstream_events,
 )
-from tests.e2e.test_upstream_failures import free_port
-from tests.project.test_deploy import image_uid, instruction
+from tests.support.dockerfile import image_uid, instruction
+from tests.support.sockets import free_port
 
 CONFIG_PATH = "/etc/toolcall-proxy/proxy.toml"
 SHIPPED_CONFIGS = sorted((DEPLOY / "config").glob("*.toml"))

@@ -12,16 +12,9 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from tests.conftest import UPSTREAM_FIXTURES, StartProxy, StartUpstream
-from tests.support.streams import serve_writes, split_events
+from tests.support.upstreams import replay_app
 
 RECORDED = sorted(UPSTREAM_FIXTURES.glob("*.sse"))
-
-
-def replay_app(
-    body: bytes, *, content_type: str = "text/event-stream", status: int = 200
-) -> web.Application:
-    """An upstream that answers every request with ``body``, one SSE event per write."""
-    return serve_writes(split_events(body), content_type=content_type, status=status)
 
 
 @pytest.mark.parametrize("recording", RECORDED, ids=[p.stem for p in RECORDED])

@@ -14,8 +14,8 @@ from aiohttp import web
 from proxy.settings import UpstreamSettings
 from proxy.shell import template_probe
 from tests.conftest import StartProxy, StartUpstream, upstream_url
-from tests.shell.test_accesslog import logged
-from tests.shell.test_metrics import scrape, value
+from tests.support.accesslog import logged
+from tests.support.metrics import scrape, value
 
 CHAT = "/v1/chat/completions"
 MISTRAL_TEMPLATE = (

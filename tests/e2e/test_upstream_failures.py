@@ -12,16 +12,10 @@ from aiohttp import ClientPayloadError, web
 
 from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, upstream_url
+from tests.support.sockets import free_port
 
 CHAT = "/v1/chat/completions"
 STREAM_REQUEST = {"model": "m", "stream": True}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 async def test_refused_upstream_is_502_naming_it_without_credentials(

@@ -28,11 +28,10 @@ from proxy.settings import Settings, load_settings
 from proxy.shell.app import create_app
 from proxy.shell.handlers import OWN_PREFIX
 from tests.conftest import StartProxy, StartUpstream, port_of
-from tests.e2e.test_upstream_failures import free_port
-from tests.shell.test_readiness import models_app
+from tests.support.dockerfile import DEPLOY, ROOT, dockerfile_instructions, image_uid, instruction
+from tests.support.sockets import free_port
+from tests.support.upstreams import models_app
 
-ROOT = Path(__file__).parents[2]
-DEPLOY = ROOT / "deploy"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 [(SCRIPT, SCRIPT_TARGET)] = PYPROJECT["project"]["scripts"].items()
 VERSION = __version__
@@ -49,26 +48,6 @@ MODEL_SERVER_IMAGES = ("ghcr.io/ggml-org/llama.cpp:server", "vllm/vllm-openai:*"
 # Dockerfile -------------------------------------------------------------------------------
 
 
-def dockerfile_instructions() -> list[tuple[str, str]]:
-    text = (DEPLOY / "Dockerfile").read_text()
-    logical = re.sub(
-        r"\\\n",
-        " ",
-        "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#")),
-    )
-    return [
-        (parts[0].upper(), parts[1].strip() if len(parts) > 1 else "")
-        for line in logical.splitlines()
-        if line.strip()
-        for parts in [line.strip().split(None, 1)]
-    ]
-
-
-def instruction(name: str) -> str:
-    """The value of the last ``name`` instruction: the one that counts in the final stage."""
-    return [v for k, v in dockerfile_instructions() if k == name][-1]
-
-
 def dockerfile_env() -> dict[str, str]:
     env: dict[str, str] = {}
     for key, value in dockerfile_instructions():
@@ -81,10 +60,6 @@ def dockerfile_env() -> dict[str, str]:
 
 def image_port() -> int:
     return int(instruction("EXPOSE"))
-
-
-def image_uid() -> int:
-    return int(instruction("USER").split(":")[0])
 
 
 def test_dockerfile_runs_the_console_script_with_the_mounted_config() -> None:

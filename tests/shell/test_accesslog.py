@@ -17,25 +17,12 @@ from aiohttp import ClientSession, web
 from proxy.settings import UpstreamSettings
 from proxy.shell.accesslog import ACCESS_LOGGER, configure_logging
 from tests.conftest import UPSTREAM_FIXTURES, StartProxy, StartUpstream, upstream_url
-from tests.e2e.test_passthrough import replay_app
-from tests.e2e.test_upstream_failures import free_port
+from tests.support.accesslog import access_records, logged
+from tests.support.sockets import free_port
 from tests.support.streams import read_until_error
-from tests.support.upstreams import AnyUpstream
+from tests.support.upstreams import AnyUpstream, replay_app
 
 CHAT = "/v1/chat/completions"
-
-
-def access_records(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
-    return [r.access for r in caplog.records if r.name == ACCESS_LOGGER]  # type: ignore[attr-defined]
-
-
-async def logged(caplog: pytest.LogCaptureFixture, count: int = 1) -> list[dict[str, Any]]:
-    """The access records once ``count`` are there: a request is logged just after its last byte."""
-    for _ in range(100):
-        if len(access_records(caplog)) >= count:
-            break
-        await asyncio.sleep(0.02)
-    return access_records(caplog)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from aiohttp.test_utils import TestServer
 
 from proxy.cli import serving_app
 from proxy.settings import Settings, UpstreamSettings
-from tests.shell.test_workers import ROOT, RUNNING, SERVING, Workers
+from tests.support.processes import ROOT, RUNNING, SERVING, Workers
 
 FROZEN = r"\[worker (\d+)\] start-up heap frozen: (\d+) objects"
 

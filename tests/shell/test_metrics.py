@@ -12,9 +12,7 @@ from typing import Any
 
 import pytest
 from aiohttp import ClientPayloadError, web
-from aiohttp.test_utils import TestClient
 from prometheus_client import CollectorRegistry, Histogram
-from prometheus_client.parser import text_string_to_metric_families
 
 from proxy.settings import UpstreamSettings
 from proxy.shell.metrics import (
@@ -27,25 +25,11 @@ from proxy.shell.metrics import (
     route_label,
 )
 from tests.conftest import UPSTREAM_FIXTURES, StartProxy, StartUpstream, upstream_url
-from tests.e2e.test_passthrough import replay_app
+from tests.support.metrics import Proxy, scrape, value
 from tests.support.streams import split_events
+from tests.support.upstreams import replay_app
 
 CHAT = "/v1/chat/completions"
-Proxy = TestClient[web.Request, web.Application]
-
-
-async def scrape(proxy: Proxy) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    resp = await proxy.get("/-/metrics")
-    assert resp.status == 200
-    samples = {}
-    for family in text_string_to_metric_families(await resp.text()):
-        for s in family.samples:
-            samples[(s.name, frozenset(s.labels.items()))] = s.value
-    return samples
-
-
-def value(samples: dict[Any, float], name: str, **labels: str) -> float | None:
-    return samples.get((name, frozenset(labels.items())))
 
 
 async def eventually(proxy: Proxy, name: str, **labels: str) -> float:
@@ -261,7 +245,7 @@ async def test_upstream_failures_are_counted_by_kind(
 
 
 async def test_an_unreachable_upstream_is_counted(start_proxy: StartProxy) -> None:
-    from tests.e2e.test_upstream_failures import free_port
+    from tests.support.sockets import free_port
 
     proxy = await start_proxy(UpstreamSettings(name="gone", url=f"http://127.0.0.1:{free_port()}"))
     assert (await proxy.post(CHAT, json={"model": "m"})).status == 502

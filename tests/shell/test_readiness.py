@@ -10,23 +10,10 @@ from aiohttp.test_utils import TestServer
 
 from proxy.settings import UpstreamSettings
 from proxy.shell.app_state import STATE
-from proxy.shell.readiness import CHECK_PATH, Readiness
+from proxy.shell.readiness import Readiness
 from tests.conftest import StartProxy, StartUpstream, upstream_url
-from tests.e2e.test_upstream_failures import free_port
-
-
-def models_app(status: int = 200, *, delay: float = 0.0, seen: list[dict[str, str]] | None = None):
-    """An upstream whose GET /v1/models answers ``status`` after ``delay``; records headers."""
-
-    async def models(request: web.Request) -> web.Response:
-        if seen is not None:
-            seen.append(dict(request.headers))
-        await asyncio.sleep(delay)
-        return web.json_response({"object": "list", "data": [{"id": "m"}]}, status=status)
-
-    app = web.Application()
-    app.router.add_get(CHECK_PATH, models)
-    return app
+from tests.support.sockets import free_port
+from tests.support.upstreams import models_app
 
 
 async def test_health_is_ok_even_when_no_upstream_answers(start_proxy: StartProxy) -> None:

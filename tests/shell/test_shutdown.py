@@ -10,53 +10,19 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
 import pytest
-from aiohttp import web
 
 from tests.conftest import StartUpstream, upstream_url
+from tests.support.processes import FIRST, REST, HeldStream, connection_refused
+from tests.support.sockets import free_port
 from tests.support.streams import read_until_error
 
 ROOT = Path(__file__).parents[2]
-FIRST = b'data: {"n": 1}\n\n'
-REST = b'data: {"n": 2}\n\ndata: [DONE]\n\n'
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-class HeldStream:
-    """An upstream whose streams send one event, then wait for ``release`` to finish."""
-
-    def __init__(self) -> None:
-        self.release = asyncio.Event()
-        self.cancelled = asyncio.Event()
-
-    async def handler(self, request: web.Request) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        await response.write(FIRST)
-        try:
-            await self.release.wait()
-        except asyncio.CancelledError:
-            self.cancelled.set()
-            raise
-        await response.write(REST)
-        return response
-
-    def app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self.handler)
-        return app
 
 
 class ProxyProcess:
@@ -113,17 +79,6 @@ async def run_proxy(tmp_path: Path) -> AsyncIterator[object]:
         if proxy.process.returncode is None:
             proxy.process.kill()
             await proxy.process.wait()
-
-
-async def connection_refused(port: int) -> bool:
-    try:
-        _, writer = await asyncio.open_connection("127.0.0.1", port)
-    except (ConnectionRefusedError, ConnectionResetError):
-        # A SYN that races the listening socket's close is answered with a reset instead of
-        # a refusal; either way the connect failed and nothing accepted it.
-        return True
-    writer.close()
-    return False
 
 
 async def test_sigterm_with_nothing_open_exits_zero(

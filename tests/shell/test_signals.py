@@ -26,7 +26,7 @@ import pytest
 
 from proxy.shell.hangup import IGNORED
 from tests.conftest import StartUpstream, upstream_url
-from tests.shell.test_shutdown import FIRST, REST, HeldStream
+from tests.support.processes import FIRST, REST, HeldStream
 from tests.support.streams import read_until_error
 
 ROOT = Path(__file__).parents[2]

@@ -21,22 +21,27 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import orjson
 import pytest
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
 from proxy.cli import main
 from tests.conftest import StartUpstream, upstream_url
-from tests.shell.test_shutdown import FIRST, REST, HeldStream, connection_refused
+from tests.support.processes import (
+    FIRST,
+    REST,
+    RUNNING,
+    SERVING,
+    STARTED,
+    HeldStream,
+    Workers,
+    connection_refused,
+)
 from tests.support.streams import read_until_error
 
 ROOT = Path(__file__).parents[2]
 CHAT = "/v1/chat/completions"
 STREAM = b'data: {"n": 1}\n\ndata: [DONE]\n\n'
-RUNNING = re.compile(r"Running on http://127\.0\.0\.1:(\d+) ")
-STARTED = re.compile(r"worker (\d+) started \(pid (\d+)\)")
-SERVING = r"\[worker \d+\] serving"
 
 
 async def short_stream(request: web.Request) -> web.StreamResponse:
@@ -51,41 +56,6 @@ def short_stream_app() -> web.Application:
     app = web.Application()
     app.router.add_post(CHAT, short_stream)
     return app
-
-
-class Workers:
-    """``python -m proxy --workers N --port 0``; its stderr in a file, read as it grows."""
-
-    def __init__(self, process: asyncio.subprocess.Process, log: Path) -> None:
-        self.process = process
-        self.log = log
-        self.port = 0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def text(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    async def wait_for(self, pattern: str, count: int = 1) -> list[Any]:
-        async with asyncio.timeout(30):
-            while len(found := re.findall(pattern, self.text())) < count:
-                assert self.process.returncode is None, self.text()
-                await asyncio.sleep(0.05)
-        return found
-
-    def pids(self) -> dict[int, int]:
-        """The latest pid of each worker, from the supervisor's log."""
-        return {int(n): int(pid) for n, pid in STARTED.findall(self.text())}
-
-    def access(self) -> list[dict[str, Any]]:
-        lines = [line for line in self.text().splitlines() if line.startswith("{")]
-        return [entry for entry in map(orjson.loads, lines) if "request_id" in entry]
-
-    async def exit_status(self) -> int:
-        async with asyncio.timeout(40):
-            return await self.process.wait()
 
 
 @pytest.fixture

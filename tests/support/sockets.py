@@ -6,6 +6,7 @@ connections left open to an upstream.
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,3 +50,10 @@ def queued_bytes(*connections: tuple[int, int]) -> int:
 
 def open_connections_to(port: int) -> int:
     return sum(1 for s in tcp_sockets() if s.remote_port == port and s.state == ESTABLISHED)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port

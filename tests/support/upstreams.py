@@ -11,12 +11,15 @@ of issue 26's request side: it records what reached it and always answers in goo
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
 from aiohttp import web
 
+from proxy.shell.readiness import CHECK_PATH
 from tests.conftest import template_probe
+from tests.support.streams import serve_writes, split_events
 
 CHAT_STREAM = (
     b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":'
@@ -135,3 +138,24 @@ class AnyUpstream:
                 return web.Response(body=MESSAGES_STREAM, content_type="text/event-stream")
             return web.json_response(_MESSAGE)
         return web.json_response({"ok": True})
+
+
+def replay_app(
+    body: bytes, *, content_type: str = "text/event-stream", status: int = 200
+) -> web.Application:
+    """An upstream that answers every request with ``body``, one SSE event per write."""
+    return serve_writes(split_events(body), content_type=content_type, status=status)
+
+
+def models_app(status: int = 200, *, delay: float = 0.0, seen: list[dict[str, str]] | None = None):
+    """An upstream whose GET /v1/models answers ``status`` after ``delay``; records headers."""
+
+    async def models(request: web.Request) -> web.Response:
+        if seen is not None:
+            seen.append(dict(request.headers))
+        await asyncio.sleep(delay)
+        return web.json_response({"object": "list", "data": [{"id": "m"}]}, status=status)
+
+    app = web.Application()
+    app.router.add_get(CHECK_PATH, models)
+    return app

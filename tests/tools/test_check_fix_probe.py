@@ -14,7 +14,7 @@ from aiohttp import web
 
 from proxy.cli import COMMANDS, build_parser, main
 from tests.conftest import UPSTREAM_FIXTURES, StartUpstream, upstream_url
-from tests.e2e.test_upstream_failures import free_port
+from tests.support.sockets import free_port
 from tests.support.streams import split_events
 
 ROOT = Path(__file__).parents[2]

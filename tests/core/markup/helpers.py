@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import orjson
+from hypothesis import strategies as st
 
 from proxy.core.markup import build_extractor
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Segment, Text
@@ -118,3 +120,9 @@ def text(segments: Sequence[Segment]) -> str:
 def cuts(text_: str) -> dict[str, list[str]]:
     """The ways every example is fed: whole, one token per chunk, one character per chunk."""
     return {"whole": [text_], "tokens": tokens(text_), "chars": chars(text_)}
+
+
+def cut(data: st.DataObject, whole: str) -> list[str]:
+    points = data.draw(st.lists(st.integers(0, len(whole)), max_size=12).map(sorted))
+    bounds = [0, *points, len(whole)]
+    return [whole[a:b] for a, b in pairwise(bounds)]

@@ -17,8 +17,7 @@ from hypothesis import strategies as st
 from proxy.core.markup import build_extractor
 from proxy.core.markup.base import CallArgs, Extractor, Segment
 from tests.core.markup.examples import SAMPLES
-from tests.core.markup.helpers import TOOLS, calls, chars
-from tests.core.markup.test_contract import cut
+from tests.core.markup.helpers import TOOLS, calls, chars, cut
 
 # the dialects whose sample writes "Zürich" as a JSON string inside the arguments
 JSON_ARGS = (

@@ -9,8 +9,6 @@
 
 from __future__ import annotations
 
-from itertools import pairwise
-
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -18,18 +16,12 @@ from hypothesis import strategies as st
 from proxy.core.markup import DIALECTS
 from proxy.core.markup.base import CallOpen, Text
 from tests.core.markup.examples import SAMPLES
-from tests.core.markup.helpers import calls, run, text
+from tests.core.markup.helpers import calls, cut, run, text
 
 ALL_MARKERS = sorted(
     {m for cls in DIALECTS.values() for m in (*cls.openers, *cls.word_openers, *cls.start_openers)},
     key=len,
 )
-
-
-def cut(data: st.DataObject, whole: str) -> list[str]:
-    points = data.draw(st.lists(st.integers(0, len(whole)), max_size=12).map(sorted))
-    bounds = [0, *points, len(whole)]
-    return [whole[a:b] for a, b in pairwise(bounds)]
 
 
 @pytest.mark.parametrize("name", SAMPLES)

@@ -8,8 +8,7 @@ from hypothesis import strategies as st
 
 from proxy.core.markup import build_extractor
 from proxy.core.markup.base import CallArgs, Text
-from tests.core.markup.helpers import TOOLS, Call, calls, cuts, run, text, tokens
-from tests.core.markup.test_contract import cut
+from tests.core.markup.helpers import TOOLS, Call, calls, cut, cuts, run, text, tokens
 
 Q = '<|"|>'
 OPEN, CLOSE = "<|tool_call>", "<tool_call|>"
