@@ -101,7 +101,7 @@ class AgentUpstream:
     """The server on 127.0.0.1, on its own loop in a thread (the agents are subprocesses).
 
     A shape ``native:<quirk>`` makes it a server with its own ``/v1/responses`` instead, whose
-    stream is broken by that quirk (tests/protocols/responses/native_replay.py; the proxy in
+    stream is broken by that quirk (tests/core/protocols/responses/native_replay.py; the proxy in
     native mode): its call is to ``exec_command``, Codex's shell tool."""
 
     def __init__(self, shape: str) -> None:

@@ -1,5 +1,5 @@
 """model_map and max_tokens_limit: what an upstream's settings change in the body it is sent, for
-every protocol (the chat path here; tests/protocols/responses/ has the Responses one)."""
+every protocol (the chat path here; tests/core/protocols/responses/ has the Responses one)."""
 
 from __future__ import annotations
 

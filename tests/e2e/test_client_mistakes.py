@@ -1,6 +1,6 @@
 """A client's mistake is a 4xx in its protocol's shape, never a 500 or a traceback (issue 26,
 items 3, 5, 10, 14 and 17's request side), through the real proxy app in front of a real
-loopback upstream (tests/request_upstream.py) that answers whatever reaches it.
+loopback upstream (tests/support/upstreams.py) that answers whatever reaches it.
 
 Each test sends what a careless or hostile client would and checks the status, the shape of
 the error (OpenAI's on chat, Responses' on /v1/responses, Anthropic's on /v1/messages), the

@@ -1,6 +1,6 @@
 """Mutated real streams through the running proxy (hypothesis).
 
-tests/test_normalize_properties.py proves the core's promise on mutated streams: nothing
+tests/core/protocols/chat/test_properties.py proves the core's promise on mutated streams: nothing
 escapes, no argument byte is lost. This module proves the shell keeps it: an upstream replays
 each mutated stream in random writes (and may drop the connection at the end); what the client
 receives over HTTP is the core's output for those bytes, byte for byte (call ids aside, drawn

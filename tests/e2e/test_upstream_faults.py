@@ -3,7 +3,7 @@
 The documented outcomes: before the response head, 502 (dropped, reset, invalid head) or 504
 (stalled past timeouts.first_byte); after it, every byte that arrived reaches the client, then
 the client connection is closed without ending the response, so the client sees an error and
-never a clean end or an added ``[DONE]``. tests/test_failures.py covers the clean close of a
+never a clean end or an added ``[DONE]``. tests/e2e/test_upstream_failures.py covers the clean close of a
 chunked body through an aiohttp upstream; this module adds resets, the other framings, broken
 framing and stalls at each point.
 """
@@ -100,7 +100,7 @@ async def test_invalid_upstream_response_head_is_502_not_a_crash(
 
 
 def _drop_cases() -> list[tuple[Framing, str]]:
-    # A clean close of a chunked body is tests/test_failures.py's case; a clean close of a
+    # A clean close of a chunked body is tests/e2e/test_upstream_failures.py's case; a clean close of a
     # close-delimited body is its normal end (test below).
     return [
         (framing, ending)

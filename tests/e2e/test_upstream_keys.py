@@ -1,7 +1,7 @@
 """Which key each upstream gets where issue 26 found the client's going beside its own (items 13
 and 17): ``GET /v1/models``, asked of every upstream, and native Messages' ``count_tokens``.
 
-Real loopback upstreams (tests/request_upstream.py) record the headers that reached them.
+Real loopback upstreams (tests/support/upstreams.py) record the headers that reached them.
 """
 
 from __future__ import annotations

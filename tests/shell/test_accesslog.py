@@ -216,7 +216,7 @@ async def test_served_process_writes_json_access_lines_and_no_aiohttp_ones(
     lines = stderr.decode().splitlines()
     access = [orjson.loads(line) for line in lines if line.startswith("{")]
     assert [(a["path"], a["status"]) for a in access] == [(CHAT, 200)]
-    assert "worker" not in access[0]  # named only when there are several (tests/test_workers.py)
+    assert "worker" not in access[0]  # named only when there are several (test_workers.py)
     assert not [line for line in lines if f'"POST {CHAT}' in line or "/-/health" in line]
 
 

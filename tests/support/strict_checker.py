@@ -10,7 +10,7 @@ requires every call to come whole in one delta.
 ``reconstruct`` accumulates a stream the way the OpenAI SDKs do for a valid stream: calls by
 index, argument fragments joined, text joined, the last finish reason.
 
-Both read SSE with proxy.core.sse's decoder (tested on its own in tests/test_sse.py).
+Both read SSE with proxy.core.sse's decoder (tested on its own in tests/core/test_sse.py).
 """
 
 from __future__ import annotations

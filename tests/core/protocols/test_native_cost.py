@@ -1,7 +1,7 @@
 """A native stream's cost grows with its length, never faster, whatever its shape, and one
 native stream never freezes the proxy (issue 26 item 1).
 
-The cost guard is tests/test_linear_cost.py's, on the native repairers: 16 times the stream
+The cost guard is tests/core/protocols/chat/test_linear_cost.py's, on the native repairers: 16 times the stream
 must cost less than 40 times the CPU (linear costs about 16 times). N function_call items
 without their output_item.done (the SGLang router's shape) cost N² before: each item was
 ended only at the stream's end, and every event held behind it was read again each time.

@@ -1,6 +1,6 @@
 """Markup in text becomes tool calls (Q32): the normalizer's side of the dialects.
 
-The real dialects do the parsing (their own tests, in tests/dialects/, check their grammars);
+The real dialects do the parsing (their own tests, in tests/core/markup/, check their grammars);
 what is checked here is how the normalizer gates extraction, maps segments to deltas, names
 the dialect in its repair record and fails open.
 """
