@@ -19,7 +19,7 @@ from aiohttp import web
 from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.support import strict_checker
-from tests.support.streams import serve_writes, split_events
+from tests.support.upstreams import replay_app
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 CASES = [c for c in json.loads((GOLDEN / "cases.json").read_text()) if c["complete"]]
@@ -39,10 +39,6 @@ def with_placeholder_ids(output: bytes, upstream_input: bytes) -> bytes:
     return output
 
 
-def replay(body: bytes) -> web.Application:
-    return serve_writes(split_events(body))
-
-
 @pytest.mark.parametrize("form", list(FORMS))
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 async def test_golden_stream_is_repaired_through_the_running_proxy(
@@ -50,7 +46,7 @@ async def test_golden_stream_is_repaired_through_the_running_proxy(
 ) -> None:
     upstream_input = (GOLDEN / f"{case['name']}.in.sse").read_bytes()
     expected = (GOLDEN / (case["name"] + FORMS[form])).read_bytes()
-    upstream = await start_upstream(replay(upstream_input))
+    upstream = await start_upstream(replay_app(upstream_input))
     dialects = case.get("dialects") or "none"
     proxy = await start_proxy(
         UpstreamSettings(name="u", url=upstream_url(upstream), output=form, dialects=dialects)
@@ -92,7 +88,7 @@ async def test_leaked_hermes_markup_becomes_a_tool_call_through_the_proxy(
         }
     )
     body = b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events) + b"data: [DONE]\n\n"
-    upstream = await start_upstream(replay(body))
+    upstream = await start_upstream(replay_app(body))
     proxy = await start_proxy(upstream)
     resp = await proxy.post("/v1/chat/completions", json=REQUESTS["weather"])
     output = await resp.read()

@@ -19,14 +19,8 @@ from aiohttp import web
 from proxy.core.sse import DONE, Event, SSEDecoder
 from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, upstream_url
-from tests.support.streams import (
-    arguments,
-    call_event,
-    chunk_event,
-    chunks,
-    read_until_error,
-    serve_writes,
-)
+from tests.support.streams import arguments, call_event, chunk_event, chunks, read_until_error
+from tests.support.upstreams import serve_writes
 
 CHAT = "/v1/chat/completions"
 TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]

@@ -12,7 +12,7 @@ import pytest
 from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.support import strict_checker
-from tests.support.streams import serve_writes, split_events
+from tests.support.upstreams import replay_app
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 REQUESTS: dict[str, Any] = json.loads((GOLDEN / "requests.json").read_text())
@@ -23,7 +23,7 @@ TWICE = (GOLDEN / "gap-same-call-twice.in.sse").read_bytes()
 async def test_dedupe_calls_drops_the_second_of_two_equal_calls_through_the_proxy(
     dedupe: bool, start_upstream: StartUpstream, start_proxy: StartProxy
 ) -> None:
-    upstream = await start_upstream(serve_writes(split_events(TWICE)))
+    upstream = await start_upstream(replay_app(TWICE))
     proxy = await start_proxy(
         UpstreamSettings(name="u", url=upstream_url(upstream), dedupe_calls=dedupe)
     )

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 import orjson
-from aiohttp import ClientPayloadError, ClientResponse, web
+from aiohttp import ClientPayloadError, ClientResponse
 
 from proxy.core.sse import Event, SSEDecoder
 from tests.conftest import UPSTREAM_FIXTURES
@@ -75,25 +75,6 @@ def arguments(stream: bytes) -> str:
 
 def content(stream: bytes) -> str:
     return "".join(d["content"] for d in _deltas(stream) if isinstance(d.get("content"), str))
-
-
-def serve_writes(
-    writes: list[bytes], *, content_type: str = "text/event-stream", status: int = 200
-) -> web.Application:
-    """An upstream answering every request with ``writes``, each flushed on its own."""
-
-    async def handler(request: web.Request) -> web.StreamResponse:
-        await request.read()
-        response = web.StreamResponse(status=status, headers={"Content-Type": content_type})
-        await response.prepare(request)
-        for part in writes:
-            await response.write(part)
-        await response.write_eof()
-        return response
-
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handler)
-    return app
 
 
 def chunk_event(delta: dict[str, Any], *, finish: str | None = None) -> bytes:

@@ -1,5 +1,15 @@
-"""A loopback upstream that takes any request a client's mistake could turn into, for the tests
-of issue 26's request side: it records what reached it and always answers in good shape.
+"""The fake upstreams tests share: small aiohttp apps a test starts on 127.0.0.1 with the
+``start_upstream`` fixture (tests/conftest.py). A test whose upstream does one thing of its own
+(records one field, stalls at one point) keeps it beside its assertions; an upstream a second
+module needs lives here. The hand-driven socket upstream for faults no aiohttp server makes is
+tests/support/raw_upstream.py.
+
+- ``serve_writes`` / ``replay_app``: answer every request with the given bytes, one write each
+  (``replay_app``: one SSE event a write);
+- ``models_app``: ``GET /v1/models`` only, with a status and a delay, recording headers;
+- ``AnyUpstream``: takes any request a client's mistake could turn into (issue 26's request
+  side), records what reached it and always answers in good shape:
+
 
 * ``POST .../chat/completions``: a short text, streamed when the body says ``stream: true``,
   else one completion (whatever else the body holds);
@@ -19,7 +29,7 @@ from aiohttp import web
 
 from proxy.shell.readiness import CHECK_PATH
 from tests.conftest import template_probe
-from tests.support.streams import serve_writes, split_events
+from tests.support.streams import split_events
 
 CHAT_STREAM = (
     b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":'
@@ -158,4 +168,23 @@ def models_app(status: int = 200, *, delay: float = 0.0, seen: list[dict[str, st
 
     app = web.Application()
     app.router.add_get(CHECK_PATH, models)
+    return app
+
+
+def serve_writes(
+    writes: list[bytes], *, content_type: str = "text/event-stream", status: int = 200
+) -> web.Application:
+    """An upstream answering every request with ``writes``, each flushed on its own."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        response = web.StreamResponse(status=status, headers={"Content-Type": content_type})
+        await response.prepare(request)
+        for part in writes:
+            await response.write(part)
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
     return app

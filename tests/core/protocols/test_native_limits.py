@@ -19,7 +19,7 @@ from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.core.protocols import native_shapes as s
 from tests.core.protocols.test_native_cost import REQUESTS as TOOLS_REQUESTS
 from tests.core.protocols.test_native_cost import SHAPES as COST_SHAPES
-from tests.support.streams import serve_writes
+from tests.support.upstreams import serve_writes
 
 REQUESTS: dict[str, dict[str, Any]] = {
     "responses": {"model": "m", "stream": True, "input": "hi"},

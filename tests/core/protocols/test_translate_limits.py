@@ -20,7 +20,8 @@ from aiohttp import web
 
 from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, upstream_url
-from tests.support.streams import call_event, chunk_event, serve_writes
+from tests.support.streams import call_event, chunk_event
+from tests.support.upstreams import serve_writes
 
 TOOLS_R = [{"type": "function", "name": "write_file", "parameters": {"type": "object"}}]
 TOOLS_M = [{"name": "write_file", "input_schema": {"type": "object"}}]
