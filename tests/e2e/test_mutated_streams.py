@@ -30,7 +30,7 @@ from proxy.core.protocols.chat.normalize import RequestInfo
 from proxy.settings import Settings, UpstreamSettings
 from proxy.shell.app import upstream_options
 from tests.conftest import StartProxy, StartUpstream, upstream_url
-from tests.core.protocols.chat.test_properties import argument_and_text_chars, mutated
+from tests.support.mutations import argument_and_text_chars, mutated
 from tests.support.normalizer import cut, run
 from tests.support.streams import read_until_error
 

@@ -5,14 +5,11 @@ Shrunk failures are pinned below each property as ``@example``.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -20,12 +17,12 @@ from hypothesis import strategies as st
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat.normalize import RequestInfo
 from proxy.core.repairs import DETECTED_ONLY
+from tests.support.mutations import GOLDEN_INPUTS, argument_and_text_chars, mutated
 from tests.support.normalizer import cut, run
 from tests.support.stream_strategies import CANONICAL, Call, Choice, Drawn, streams, text_streams
-from tests.support.strict_checker import check, events, reconstruct
+from tests.support.strict_checker import check, reconstruct
 
 FORMS = ["S1", "S2"]
-GOLDEN_INPUTS = sorted((Path(__file__).parents[3] / "golden").glob("*.in.sse"))
 # NORMALIZER_EXAMPLES=5000 runs a deep pass (the default keeps the suite quick)
 EXAMPLES = int(os.environ.get("NORMALIZER_EXAMPLES", "150"))
 PROPERTY = settings(
@@ -168,83 +165,6 @@ def test_streams_without_tool_calls_pass_byte_for_byte(body, form, points):
 
 
 # -- mutations: nothing escapes, no argument byte is lost -----------------------------------------
-
-_NOISE = [
-    b'"',
-    b"{",
-    b"}",
-    b"\n\n",
-    b"\n",
-    b"null",
-    b'"tool_calls":',
-    b'"index":',
-    b"[",
-    b"]",
-    b":",
-    b",",
-    b"\r",
-]
-
-
-@st.composite
-def mutated(draw) -> bytes:
-    base = draw(
-        st.sampled_from(GOLDEN_INPUTS).map(Path.read_bytes) | streams().map(lambda d: d.body)
-    )
-    data = bytearray(base)
-    for _ in range(draw(st.integers(1, 4))):
-        op = draw(st.sampled_from(["cut", "duplicate", "drop", "replace"]))
-        start = draw(st.integers(0, len(data)))
-        end = draw(st.integers(start, min(len(data), start + 80)))
-        if op == "cut":
-            del data[start:]
-        elif op == "duplicate":
-            data[end:end] = data[start:end]
-        elif op == "drop":
-            del data[start:end]
-        else:
-            data[start:end] = draw(st.binary(max_size=6) | st.sampled_from(_NOISE))
-    return bytes(data)
-
-
-def _entries(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        return [value]
-    return value if isinstance(value, list) else []
-
-
-def argument_and_text_chars(body: bytes) -> tuple[Counter[str], Counter[str]]:
-    """Characters of every tool-call argument value, and of every text field, in a stream."""
-    args: Counter[str] = Counter()
-    text: Counter[str] = Counter()
-    for event in events(body):
-        if event.data is None:
-            continue
-        try:
-            chunk = json.loads(event.data)
-        except ValueError:
-            continue
-        choices = chunk.get("choices") if isinstance(chunk, dict) else None
-        for choice in choices if isinstance(choices, list) else []:
-            delta = choice.get("delta") if isinstance(choice, dict) else None
-            if not isinstance(delta, dict):
-                continue
-            for key in ("content", "reasoning_content", "reasoning"):
-                if isinstance(delta.get(key), str):
-                    text.update(delta[key])
-            for entry in _entries(delta.get("tool_calls")):
-                function = entry.get("function") if isinstance(entry, dict) else None
-                if not isinstance(function, dict):
-                    continue
-                value = function.get("arguments")
-                if value is None:
-                    value = function.get("parameters")
-                if isinstance(value, str):
-                    args.update(value)
-                elif value is not None:
-                    with contextlib.suppress(orjson.JSONEncodeError):
-                        args.update(orjson.dumps(value).decode())
-    return args, text
 
 
 @settings(max_examples=3 * EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
