@@ -35,7 +35,7 @@ test-all:  ## every test, every lane (tests/lanes.py), as .ci/check runs them
 check: lint types test-all  ## all of CI's checks on this .venv
 
 golden:  ## rewrite the golden outputs after a deliberate change; review them as a diff
-	UPDATE_GOLDEN=1 $(PYTEST) -q tests/test_golden.py
+	UPDATE_GOLDEN=1 $(PYTEST) -q tests/core/protocols/chat/test_golden.py
 	git diff --stat -- tests/golden/
 
 bench-core:  ## the core alone, us per event (BEFORE=DIR: that checkout's first)

@@ -30,7 +30,7 @@ import pytest
 LANES: dict[str, tuple[str, ...]] = {
     # the client matrix and the protocol suites' SDK drivers: Node 20+ and tests/clients/
     # node_modules (npm install there)
-    "clients": ("tests/clients/", "tests/protocols/*/test_node_clients.py"),
+    "clients": ("tests/clients/", "tests/core/protocols/*/test_node_clients.py"),
     # Codex, Claude Code and OpenCode in a network namespace with only loopback: root
     # (unshare --net) and the agents from tests/clients/node_modules
     "agents": ("tests/agents/",),

@@ -48,7 +48,7 @@ from aiohttp import ClientPayloadError, ClientSession, ClientTimeout, TCPConnect
 from proxy.settings import Settings, TimeoutSettings, UpstreamSettings
 from proxy.shell.app import create_app
 from proxy.shell.limits import LISTEN_BACKLOG, server_options
-from tests.streams import arguments, content, split_events
+from tests.support.streams import arguments, content, split_events
 
 FIXTURES: Final = Path(__file__).parent / "fixtures" / "upstream"
 RECORDINGS: Final = [

@@ -15,7 +15,7 @@ import pytest
 from tests.lanes import LANES, ROOT, lane_of
 
 PYTEST = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
-FOLDER = "tests/protocols/messages"
+FOLDER = "tests/core/protocols/messages"
 NODE = f"{FOLDER}/test_node_clients.py"
 
 
@@ -31,15 +31,15 @@ def test_every_lane_is_a_registered_marker_and_every_marker_a_lane() -> None:
         ("tests/clients/test_matrix.py", "clients"),
         ("tests/clients/a_new_file_there.py", "clients"),
         ("tests/clients/", "clients"),
-        ("tests/protocols/responses/test_node_clients.py", "clients"),
-        ("tests/protocols/responses/test_native.py", None),
-        ("tests/protocols/", None),
+        ("tests/core/protocols/responses/test_node_clients.py", "clients"),
+        ("tests/core/protocols/responses/test_native.py", None),
+        ("tests/core/protocols/", None),
         ("tests/agents/test_codex.py", "agents"),
         ("tests/container/test_image.py", "container"),
         ("tests/test_bench_smoke.py", "bench"),
         ("tests/test_soak.py", "soak"),
         ("tests/live/test_llama_server.py", "live"),
-        ("tests/test_sse.py", None),
+        ("tests/core/test_sse.py", None),
         ("tests/", None),
     ],
 )

@@ -1,6 +1,6 @@
 """The shapes a chat server streams a tool call in: canonical, or the ways real servers break
 it (docs/quirks.md Q1-Q34). One place for every test upstream that replays a call: the
-agents' (upstream.py) and the Responses SDK tests' (tests/protocols/responses/chat_replay.py).
+agents' (upstream.py) and the Responses SDK tests' (tests/core/protocols/responses/chat_replay.py).
 
 Each shape is ``(name, arguments, call_id) -> chunks``; ``sse`` frames chunks as the stream,
 ``completion`` is the same reply as one canonical ``chat.completion`` (``stream: false``).

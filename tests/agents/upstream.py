@@ -25,7 +25,7 @@ from aiohttp import web
 
 from tests.agents import shapes
 from tests.agents.shapes import SHAPES, Chunk
-from tests.protocols.responses.native_replay import QUIRKS, ResponsesReplay
+from tests.core.protocols.responses.native_replay import QUIRKS, ResponsesReplay
 
 MARKER: Final = "toolcall-proxy-proof"
 SHELL_TOOLS: Final = ("bash", "Bash", "exec_command", "shell", "local_shell")
@@ -101,7 +101,7 @@ class AgentUpstream:
     """The server on 127.0.0.1, on its own loop in a thread (the agents are subprocesses).
 
     A shape ``native:<quirk>`` makes it a server with its own ``/v1/responses`` instead, whose
-    stream is broken by that quirk (tests/protocols/responses/native_replay.py; the proxy in
+    stream is broken by that quirk (tests/core/protocols/responses/native_replay.py; the proxy in
     native mode): its call is to ``exec_command``, Codex's shell tool."""
 
     def __init__(self, shape: str) -> None:

@@ -26,7 +26,7 @@ from tests.container.recorded import (
     expected_calls,
     raw_body,
 )
-from tests.test_failures import free_port
+from tests.support.sockets import free_port
 
 LLAMA = DEPLOY / "docker-compose.yml"
 VLLM = DEPLOY / "docker-compose.vllm.yml"

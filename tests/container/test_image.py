@@ -29,8 +29,8 @@ from tests.container.recorded import (
     recorded_upstream,
     upstream_events,
 )
-from tests.test_deploy import image_uid, instruction
-from tests.test_failures import free_port
+from tests.support.dockerfile import image_uid, instruction
+from tests.support.sockets import free_port
 
 CONFIG_PATH = "/etc/toolcall-proxy/proxy.toml"
 SHIPPED_CONFIGS = sorted((DEPLOY / "config").glob("*.toml"))

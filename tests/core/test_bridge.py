@@ -28,7 +28,7 @@ from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat.decode import completion_events
 from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
-from tests.normalize_helpers import bytewise, counting_ids, random_cuts
+from tests.support.normalizer import bytewise, counting_ids, random_cuts
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 CASES: list[dict[str, Any]] = json.loads((GOLDEN / "cases.json").read_text(encoding="utf-8"))

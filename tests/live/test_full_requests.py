@@ -16,10 +16,10 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from proxy.settings import Settings, UpstreamSettings
 from proxy.shell.app import create_app
+from tests.core.protocols.messages import checker as messages_checker
+from tests.core.protocols.responses import checker as responses_checker
 from tests.live.corpus import Recorded, Verdict, load, verdict
 from tests.live.server import Build, LlamaServer
-from tests.protocols.messages import checker as messages_checker
-from tests.protocols.responses import checker as responses_checker
 
 #: the templates the issue found refusing agents' requests, and Qwen2.5 (no refusal)
 SAMPLE: Final = (

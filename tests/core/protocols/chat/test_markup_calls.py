@@ -1,0 +1,414 @@
+"""Markup in text becomes tool calls (Q32): the normalizer's side of the dialects.
+
+The real dialects do the parsing (their own tests, in tests/core/markup/, check their grammars);
+what is checked here is how the normalizer gates extraction, maps segments to deltas, names
+the dialect in its repair record and fails open.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import proxy.core.markup
+from proxy.core.errors import DialectError
+from proxy.core.markup import build_extractor
+from proxy.core.markup.base import Segment, Tools
+from proxy.core.options import UpstreamOptions
+from proxy.core.protocols.chat.normalize import RequestInfo, normalize_completion
+from tests.core.markup.examples import SAMPLES
+from tests.core.markup.helpers import tokens
+from tests.support.normalizer import counting_ids, cut, run
+from tests.support.strict_checker import check, reconstruct
+
+ENVELOPE = {"id": "chatcmpl-d", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+TOOLS = {"tools": [{"type": "function", "function": {"name": "get_weather"}}]}
+ON = UpstreamOptions(dialects=("hermes",))
+
+
+def event(delta: Mapping[str, object], finish: str | None = None) -> bytes:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return b"data: " + json.dumps({**ENVELOPE, "choices": [choice]}).encode() + b"\n\n"
+
+
+def stream(*texts: str, key: str = "content", finish: str = "stop", done: bool = True) -> bytes:
+    out = [{"role": "assistant", "content": None}] + [{key: t} for t in texts]
+    body = b"".join(event(d) for d in out) + event({}, finish)
+    return body + (b"data: [DONE]\n\n" if done else b"")
+
+
+def hermes(name: str, arguments: str) -> str:
+    return f'<tool_call>\n{{"name": "{name}", "arguments": {arguments}}}\n</tool_call>'
+
+
+# Hermes markup streamed as a tokenizer cuts it: the markers split over several chunks.
+TOKENS = [
+    "Let me look.",
+    "\n<tool",
+    '_call>\n{"na',
+    'me": "get_',
+    'weather", "arguments": {"loc',
+    'ation": "Paris"}}\n</tool',
+    "_call>",
+    " Done.",
+]
+KIMI = (
+    "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+    '<|tool_call_argument_begin|>{"location": "Paris"}<|tool_call_end|>'
+    "<|tool_calls_section_end|>"
+)
+GLM = "<tool_call>get_weather<arg_key>location</arg_key><arg_value>Lyon</arg_value></tool_call>"
+
+
+def normalize(
+    body: bytes | list[bytes],
+    options: UpstreamOptions = ON,
+    request: Any = TOOLS,
+    complete: bool = True,
+):
+    return run(body, options=options, request=RequestInfo.from_body(request), complete=complete)
+
+
+@pytest.mark.parametrize("form", ["S1", "S2"])
+def test_markup_in_content_becomes_a_call_with_the_text_around_it_kept(form):
+    options = UpstreamOptions(dialects=("hermes",), coalesce=form == "S2")
+    out, n = normalize(stream(*TOKENS), options)
+    assert check(out, form=form) == []
+    seen = reconstruct(out).choices[0]
+    assert "".join(seen.content) == "Let me look.\n Done."
+    assert [(c.name, json.loads(c.text)) for c in seen.calls] == [
+        ("get_weather", {"location": "Paris"})
+    ]
+    assert seen.calls[0].id == "call00001"
+    assert seen.finish_reason == "tool_calls"
+    assert n.repairs["markup-in-content:hermes"] == 1
+    assert n.repairs["finish-reason-stop"] == 1
+
+
+def test_the_markup_id_is_kept():
+    out, _ = normalize(stream(KIMI), UpstreamOptions(dialects=("kimi_k2",)))
+    assert reconstruct(out).choices[0].calls[0].id == "functions.get_weather:0"
+
+
+def test_with_every_dialect_on_each_call_is_recorded_under_its_own_dialect():
+    out, n = normalize(stream(GLM, " and ", KIMI), UpstreamOptions(dialects=("auto",)))
+    calls = reconstruct(out).choices[0].calls
+    assert [json.loads(c.text) for c in calls] == [{"location": "Lyon"}, {"location": "Paris"}]
+    assert {k: v for k, v in n.repairs.items() if k.startswith("markup")} == {
+        "markup-in-content:glm": 1,
+        "markup-in-content:kimi_k2": 1,
+    }
+
+
+@pytest.mark.parametrize(
+    ("options", "request_body"),
+    [
+        (UpstreamOptions(), TOOLS),
+        (ON, {}),
+        (ON, {**TOOLS, "tool_choice": "none"}),
+        (UpstreamOptions(dialects=("mistral", "kimi_k2")), TOOLS),
+    ],
+    ids=["no dialects", "no tools", "tool_choice none", "other dialects"],
+)
+def test_text_stays_text_unless_extraction_applies(options, request_body):
+    body = stream(*TOKENS)
+    assert normalize(body, options, request_body)[0] == body
+
+
+def test_text_without_markup_passes_byte_for_byte():
+    body = stream("Hello", " <b>world</b>", " 1 < 2", " [x] {y}")
+    assert normalize(body, UpstreamOptions(dialects=("auto",)))[0] == body
+
+
+def test_only_the_tail_that_could_begin_a_marker_is_held():
+    out, _ = normalize(stream("Hello <tool", "box> there"))
+    contents = [c["choices"][0]["delta"].get("content") for c in _chunks(out)]
+    assert contents == [None, "Hello ", "<toolbox> there", None]
+
+
+def test_text_ending_like_a_harmony_word_opener_is_not_held():
+    # " basic", " a", " data" end like "commentary to=functions." or "assistantcommentary...":
+    # with every dialect on, each token still goes out in the chunk it came in
+    tokens = ["Hello", " basic", " a", " data", " co", "ass"]
+    out, _ = normalize(stream(*tokens), UpstreamOptions(dialects=("auto",)))
+    contents = [c["choices"][0]["delta"].get("content") for c in _chunks(out)]
+    assert contents == [None, *tokens, None]
+
+
+def test_a_stripped_harmony_stream_becomes_a_call_token_by_token():
+    tokens = ["analysis", "Need", " weather", ".", "assistant", "comment", "ary", " to", "="]
+    tokens += ["functions", ".get", "_weather", " json", '{"', "location", '": "', "Paris", '"}']
+    out, n = normalize(stream(*tokens), UpstreamOptions(dialects=("auto",)))
+    assert check(out, form="S1") == []
+    seen = reconstruct(out).choices[0]
+    assert "".join(seen.content) == "analysisNeed weather."
+    assert [(c.name, json.loads(c.text)) for c in seen.calls] == [
+        ("get_weather", {"location": "Paris"})
+    ]
+    assert n.repairs["markup-in-content:harmony"] == 1
+
+
+def test_markup_cut_short_closes_the_call_with_what_arrived_and_records_it():
+    out, n = normalize(stream('<tool_call>\n{"name": "get_weather", "arguments": {"a": 1'))
+    seen = reconstruct(out).choices[0]
+    assert seen.calls[0].text == '{"a": 1'
+    assert n.repairs["markup-broken"] == 1
+    # the upstream's stop would become tool_calls; the call was cut off, so it is length
+    assert seen.finish_reason == "length"
+    assert n.repairs["args-truncated"] == 1
+
+
+@pytest.mark.parametrize(
+    "markup",
+    [
+        '<tool_call>\n{"name": "get_weather", "arguments": {"a": 1',
+        # the arguments are whole, but the dialect had more to read: the block never closed
+        '<tool_call>\n{"name": "get_weather", "arguments": {"a": 1}',
+    ],
+    ids=["in-the-arguments", "after-the-arguments"],
+)
+def test_a_clean_end_inside_markup_finishes_with_length(markup: str):
+    body = event({"role": "assistant", "content": None}) + event({"content": markup})
+    out, n = normalize(body)  # no finish chunk, no [DONE]
+    seen = reconstruct(out).choices[0]
+    assert [c.name for c in seen.calls] == ["get_weather"]
+    assert seen.finish_reason == "length"
+    assert n.repairs["args-truncated"] == 1
+    assert out.endswith(b"data: [DONE]\n\n")
+
+
+def test_a_clean_end_after_closed_markup_finishes_with_tool_calls():
+    body = event({"role": "assistant", "content": None})
+    out, n = normalize(body + event({"content": hermes("get_weather", '{"a": 1}')}))
+    assert reconstruct(out).choices[0].finish_reason == "tool_calls"
+    assert "args-truncated" not in n.repairs
+
+
+def test_reasoning_is_searched_only_when_asked():
+    body = stream(hermes("get_weather", "{}"), key="reasoning_content")
+    assert normalize(body)[0] == body
+    out, _ = normalize(body, UpstreamOptions(dialects=("hermes",), extract_from_reasoning=True))
+    assert [c.name for c in reconstruct(out).choices[0].calls] == ["get_weather"]
+
+
+@pytest.mark.parametrize("form", ["S1", "S2"])
+def test_markup_after_a_structured_call_is_still_extracted_and_held_text_stays_text(form):
+    # llama.cpp parses the first call and leaves the next ones as markup (issue 16)
+    structured = {
+        "tool_calls": [
+            {
+                "index": 0,
+                "id": "call_s",
+                "type": "function",
+                "function": {"name": "g", "arguments": "{}"},
+            }
+        ]
+    }
+    later = " " + hermes("get_weather", "{}")
+    body = b"".join(
+        event(delta, finish)
+        for delta, finish in (
+            ({"content": "x <tool_"}, None),
+            (structured, None),
+            ({"content": later}, "tool_calls"),
+        )
+    )
+    out, n = normalize(body, UpstreamOptions(dialects=("hermes",), coalesce=form == "S2"))
+    assert check(out) == []
+    seen = reconstruct(out).choices[0]
+    # "<tool_" was held as a possible marker: it turns out text, after the structured call
+    assert "".join(seen.content) == "x <tool_ "
+    assert [(c.index, c.name) for c in seen.calls] == [(0, "g"), (1, "get_weather")]
+    assert "call-duplicated" not in n.repairs
+
+
+def test_text_a_dialect_holds_counts_toward_the_cap():
+    # the name comes last, so hermes holds the whole call until it: past the cap the stream
+    # gives up, and what the dialect held goes out as the text it was
+    options = UpstreamOptions(dialects=("hermes",), max_held_bytes=20)
+    texts = ['<tool_call>{"arguments": {"a": "', "x" * 40, '"}, "name": "get_weather"}', "after"]
+    out, n = normalize(stream(*texts), options)
+    assert n.repairs["cap-reached"] == 1
+    seen = reconstruct(out).choices[0]
+    assert seen.calls == []
+    assert "".join(seen.content) == "".join(texts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 2000), max_size=10))
+def test_extraction_is_the_same_however_the_upstream_bytes_are_cut(points):
+    body = stream(*TOKENS)
+    assert normalize(cut(body, points))[0] == normalize(body)[0]
+
+
+def completion(content: str) -> bytes:
+    message = {"role": "assistant", "content": content}
+    return json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        }
+    ).encode()
+
+
+def test_markup_in_a_message_becomes_calls_when_not_streamed():
+    body = completion("Sure. " + hermes("get_weather", '{"location": "Paris"}'))
+    out, repairs = normalize_completion(
+        body,
+        UpstreamOptions(dialects=("auto",)),
+        RequestInfo.from_body(TOOLS),
+        new_id=counting_ids(),
+    )
+    choice = json.loads(out)["choices"][0]
+    assert choice["message"]["content"] == "Sure. "
+    assert choice["message"]["tool_calls"] == [
+        {
+            "id": "call00001",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"location": "Paris"}'},
+        }
+    ]
+    assert choice["finish_reason"] == "tool_calls"
+    assert repairs["markup-in-content:hermes"] == 1
+    assert (
+        normalize_completion(
+            body, UpstreamOptions(), RequestInfo.from_body(TOOLS), new_id=counting_ids()
+        )[0]
+        == body
+    )
+
+
+@pytest.mark.parametrize(
+    "markup",
+    [
+        '<tool_call>\n{"name": "get_weather", "arguments": {"location": "Pa',
+        '<tool_call>\n{"name": "get_weather", "arguments": {"location": "Paris"}',
+    ],
+    ids=["in-the-arguments", "after-the-arguments"],
+)
+def test_markup_cut_off_in_a_message_finishes_with_length(markup: str):
+    out, repairs = normalize_completion(
+        completion(markup), ON, RequestInfo.from_body(TOOLS), new_id=counting_ids()
+    )
+    choice = json.loads(out)["choices"][0]
+    assert [c["function"]["name"] for c in choice["message"]["tool_calls"]] == ["get_weather"]
+    assert choice["finish_reason"] == "length"
+    assert repairs["args-truncated"] == 1
+
+
+# -- a dialect that raises ---------------------------------------------------------------------
+
+
+class FailingHermes:
+    """The real hermes extractor, except that text containing ``BOOM`` raises DialectError.
+
+    No registered dialect raises DialectError: each fails open by itself, as the contract in
+    proxy/core/markup/base.py asks. The normalizer must survive one that does all the same, and
+    only a double can take it down that path.
+    """
+
+    def __init__(self, tools: Tools) -> None:
+        real = build_extractor(["hermes"], tools)
+        assert real is not None
+        self._real = real
+
+    def passes(self, text: str) -> bool:
+        return "BOOM" not in text and self._real.passes(text)
+
+    def feed(self, text: str) -> list[Segment]:
+        if "BOOM" in text:
+            raise DialectError("told to fail")
+        return self._real.feed(text)
+
+    def close(self) -> list[Segment]:
+        return self._real.close()
+
+    @property
+    def held(self) -> int:
+        return self._real.held
+
+    @property
+    def dialect(self) -> str | None:
+        return self._real.dialect
+
+
+@pytest.fixture
+def failing_dialect(monkeypatch):
+    monkeypatch.setattr(
+        proxy.core.markup, "build_extractor", lambda names, tools: FailingHermes(tools)
+    )
+
+
+@pytest.mark.usefixtures("failing_dialect")
+def test_a_failing_dialect_gives_back_its_text_and_stops():
+    later = hermes("get_weather", "{}")
+    out, n = normalize(stream("a <tool", "_ca", "BOOM", later))
+    seen = reconstruct(out).choices[0]
+    assert "".join(seen.content) == "a <tool_caBOOM" + later
+    assert seen.calls == []
+    assert n.repairs["dialect-error"] == 1
+
+
+@pytest.mark.usefixtures("failing_dialect")
+def test_a_failing_dialect_leaves_a_whole_message_as_it_came():
+    body = completion("BOOM " + hermes("get_weather", "{}"))
+    out, repairs = normalize_completion(
+        body, ON, RequestInfo.from_body(TOOLS), new_id=counting_ids()
+    )
+    assert out == body
+    assert repairs == {"dialect-error": 1}
+
+
+def _chunks(out: bytes) -> list[dict[str, Any]]:
+    return [
+        json.loads(line[len(b"data: ") :])
+        for line in out.split(b"\n\n")
+        if line.startswith(b"data: {")
+    ]
+
+
+# The dialects of issue 16, each streamed token by token from its contract sample.
+NEW_DIALECTS = ("gemma4", "hunyuan", "nemotron", "lfm2")
+
+
+@pytest.mark.parametrize("name", NEW_DIALECTS)
+def test_new_dialects_become_calls_only_when_tools_were_offered(name):
+    body = stream(*tokens(SAMPLES[name]))
+    out, n = normalize(body, UpstreamOptions(dialects=(name,)))
+    assert check(out, form="S1") == []
+    assert reconstruct(out).choices[0].calls
+    assert n.repairs[f"markup-in-content:{name}"] >= 1
+    assert normalize(body, UpstreamOptions(dialects=(name,)), {})[0] == body
+
+
+@pytest.mark.parametrize("name", NEW_DIALECTS)
+def test_new_dialects_cut_inside_a_call_close_it_and_count_the_break(name):
+    sample = SAMPLES[name]
+    cut_at = sample.index("Zürich") + 3
+    out, n = normalize(stream(*tokens(sample[:cut_at])), UpstreamOptions(dialects=(name,)))
+    (call,) = reconstruct(out).choices[0].calls
+    assert call.name == "get_weather"
+    assert n.repairs["markup-broken"] == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("gemma4", "<|tool_call>call:get weather{}<tool_call|> stays"),
+        ("hunyuan", "<answer>Plain answer.</answer>"),
+        ("nemotron", "<TOOLCALL>oops</TOOLCALL>"),
+        ("lfm2", "<|tool_call_start|>nothing<|tool_call_end|>"),
+    ],
+)
+def test_new_dialects_leave_malformed_blocks_as_the_text_they_were(name, content):
+    out, n = normalize(stream(*tokens(content)), UpstreamOptions(dialects=(name,)))
+    seen = reconstruct(out).choices[0]
+    assert "".join(seen.content) == content
+    assert not seen.calls
+    assert not n.repairs  # a held marker is released as text in the next delta: no repair
