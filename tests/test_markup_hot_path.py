@@ -1,6 +1,7 @@
 """The hot path of a call streamed out of markup sends what the full path would, byte for
-byte, and counts the same held text: ``ChoiceNormalizer.take_markup_args`` on a parsed chunk,
-and a later chunk that repeats its bytes around another text without being parsed.
+byte, and counts the same held text: ``HotPaths.take_markup_args`` (chat/hot_paths.py) on a
+parsed chunk, and a later chunk that repeats its bytes around another text without being
+parsed.
 
 Each stream is normalized twice, once as it is and once with the hot path refusing every
 chunk (so that ``process`` handles them all, and no chunk is taken for a repeat); the
@@ -18,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.core.protocols.chat.choice import ChoiceNormalizer
+from proxy.core.protocols.chat.hot_paths import HotPaths
 from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from tests.dialects.helpers import tokens
@@ -52,7 +53,7 @@ def both_ways(body: bytes, monkeypatch: pytest.MonkeyPatch, group: int = 1) -> t
     """Check that ``drive`` gives the same with the hot path as without it; how many chunks
     took it, and how many of those were parsed."""
     kept = parsed = 0
-    keep, take = ChoiceNormalizer.keep_markup_args, ChoiceNormalizer.take_markup_args
+    keep, take = HotPaths.keep_markup_args, HotPaths.take_markup_args
 
     def counting_keep(self, call, text):
         nonlocal kept
@@ -67,11 +68,11 @@ def both_ways(body: bytes, monkeypatch: pytest.MonkeyPatch, group: int = 1) -> t
         return pieces
 
     with monkeypatch.context() as patch:
-        patch.setattr(ChoiceNormalizer, "keep_markup_args", counting_keep)
-        patch.setattr(ChoiceNormalizer, "take_markup_args", counting_take)
+        patch.setattr(HotPaths, "keep_markup_args", counting_keep)
+        patch.setattr(HotPaths, "take_markup_args", counting_take)
         fast = drive(body, group)
     with monkeypatch.context() as patch:
-        patch.setattr(ChoiceNormalizer, "take_markup_args", lambda self, choice, source: None)
+        patch.setattr(HotPaths, "take_markup_args", lambda self, choice, source: None)
         slow = drive(body, group)
     assert fast == slow
     return kept, parsed

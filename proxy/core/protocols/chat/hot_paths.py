@@ -7,17 +7,42 @@ send the delta unchanged (or, for markup arguments, as one argument delta) and c
 nothing but the bookkeeping done here. Whether a call's arguments go out as they come is the
 state table's answer (``CallRecord.streams``, kept by calls/driver.py from ``streams_args``),
 not this module's; plain text is no input of any call.
+
+:class:`HotPaths` is a choice's component for them, over the parts of the choice they read
+(its calls, the calls by index, the markup, the latest chunk).
 """
 
 from __future__ import annotations
 
+from proxy.core.calls.driver import Calls
 from proxy.core.markup.base import CallArgs
+from proxy.core.protocols.chat.call_matching import CallMatching
+from proxy.core.protocols.chat.call_pieces import CallPieces
 from proxy.core.protocols.chat.chunks import INVALID, JSONObject, complete_json
+from proxy.core.protocols.chat.deltas import Extras
 from proxy.core.protocols.chat.markup_bridge import MarkupBridge
-from proxy.core.protocols.chat.pieces import Call, Piece, Source
+from proxy.core.protocols.chat.pieces import Call, Piece, Sink, Source
 
 
-class HotPaths(MarkupBridge):
+class HotPaths:
+    """The deltas of one choice that go out as they came (see above)."""
+
+    __slots__ = ("_by_key", "_calls", "_keep", "_markup", "_matching", "_pieces")
+
+    def __init__(
+        self,
+        calls: Calls[Call, Sink, Extras],
+        matching: CallMatching,
+        markup: MarkupBridge,
+        pieces: CallPieces,
+    ) -> None:
+        self._calls = calls
+        self._matching = matching
+        self._by_key = matching.by_key  # the same dict, read on every fragment
+        self._markup = markup
+        self._pieces = pieces
+        self._keep = calls.keep  # bound once: asked on every fragment
+
     def take_canonical_fragment(self, choice: JSONObject, source: Source) -> bool:
         """The hot path: a canonical argument fragment of a call already open under the same
         index goes out as it came, with only the bookkeeping ``process`` would do. False when
@@ -34,7 +59,8 @@ class HotPaths(MarkupBridge):
         text = function.get("arguments")
         if type(text) is not str or not self.fragment_passes(key, text):
             return False
-        self._source, self._choice = source, choice
+        pieces = self._pieces
+        pieces.source, pieces.choice = source, choice
         return True
 
     def fragment_passes(self, key: int, text: str) -> bool:
@@ -64,7 +90,7 @@ class HotPaths(MarkupBridge):
         return call
 
     def keep_fragment(self, call: Call, text: str) -> None:
-        self._last = call
+        self._matching.last = call
         self._keep(call, text)
 
     def take_plain_text(self, choice: JSONObject, source: Source) -> bool:
@@ -74,15 +100,17 @@ class HotPaths(MarkupBridge):
         text = _sole_field(choice, "content")
         if type(text) is not str or not self.text_passes(text):
             return False
-        self._source, self._choice = source, choice
+        pieces = self._pieces
+        pieces.source, pieces.choice = source, choice
         return True
 
     def text_passes(self, text: str) -> bool:
         """The rest of ``take_plain_text`` once the chunk's shape is known to be right: whether
         content ``text`` goes out as it came (see ``fragment_passes``)."""
-        if not self._extracting:
+        markup = self._markup
+        if not markup.extracting:
             return True
-        extractor = self._extractors.get("content")
+        extractor = markup.extractors.get("content")
         return extractor is not None and extractor.passes(text)
 
     def take_markup_args(self, choice: JSONObject, source: Source) -> list[Piece] | None:
@@ -94,16 +122,17 @@ class HotPaths(MarkupBridge):
         As for a canonical fragment, the state table answers whether the call's arguments go
         out as they come (``Call.streams``)."""
         text = _sole_field(choice, "content")
-        call = self.markup_call
+        call = self._markup.markup_call
         if type(text) is not str or call is None or not self.keep_markup_args(call, text):
             return None
-        self._source, self._choice = source, choice
-        return [self._args_piece(call, text, source, choice)]
+        pieces = self._pieces
+        pieces.source, pieces.choice = source, choice
+        return [pieces.args_piece(call, text, source, choice)]
 
     @property
     def markup_call(self) -> Call | None:
         """The call that markup in the content has open, if any."""
-        return self._markup_call.get("content")
+        return self._markup.markup_call
 
     def keep_markup_args(self, call: Call, text: str) -> bool:
         """The rest of ``take_markup_args`` once the chunk's shape is known to be right:
@@ -111,16 +140,17 @@ class HotPaths(MarkupBridge):
         the markup, and if so the text kept with its bookkeeping (else nothing changes).
         Called directly for chunks that repeat the bytes of one that took the hot path for
         the same call, whose output is then the same around the text (chat/normalize.py)."""
-        extractor = self._extractors.get("content")
+        markup = self._markup
+        extractor = markup.extractors.get("content")
         if (
-            call is not self._markup_call.get("content")
+            call is not markup.markup_call
             or not call.streams
             or extractor is None
-            or not self._extracting
+            or not markup.extracting
             or not extractor.args_run(text)
         ):
             return False
-        self._account("content", text, [CallArgs(text)])
+        markup.account("content", text, [CallArgs(text)])
         self._keep(call, text)
         return True
 

@@ -250,29 +250,34 @@ class StreamNormalizer(Output):
         if isinstance(only, dict):
             index = only.get("index", 0)
             known = self._choices.get(index) if type(index) is int else None
-            if known is not None and known.take_plain_text(only, source):
+            if known is not None and known.hot.take_plain_text(only, source):
                 text = only["delta"]["content"]
                 repeats = self._repeats(obj, only)
                 self._repeat = (
-                    ShapeRepeat.of(event, data, known, b"content", text) if repeats else None
+                    ShapeRepeat.of(event, data, known.hot, b"content", text) if repeats else None
                 )
                 return self._send([self._kept(event, obj)])
-            if known is not None and known.take_canonical_fragment(only, source):
+            if known is not None and known.hot.take_canonical_fragment(only, source):
                 [entry] = only["delta"]["tool_calls"]
                 text, key = entry["function"]["arguments"], entry["index"]
                 repeats = self._repeats(obj, only)
                 self._repeat = (
-                    ShapeRepeat.of(event, data, known, b"arguments", text, key) if repeats else None
+                    ShapeRepeat.of(event, data, known.hot, b"arguments", text, key)
+                    if repeats
+                    else None
                 )
                 return self._send([self._kept(event, obj)])
-            if known is not None and (markup := known.take_markup_args(only, source)) is not None:
+            if (
+                known is not None
+                and (markup := known.hot.take_markup_args(only, source)) is not None
+            ):
                 text = only["delta"]["content"]
                 if self._writer is not None:
                     sent = Own(source, choices, [markup])
-                    self._markup = MarkupRepeat.of_pieces(event, data, text, sent, known)
+                    self._markup = MarkupRepeat.of_pieces(event, data, text, sent, known.hot)
                     return self._send([sent])
                 out = render_own(source, choices, [markup])
-                self._markup = MarkupRepeat.of(event, data, text, out, known)
+                self._markup = MarkupRepeat.of(event, data, text, out, known.hot)
                 return self._send(list(out))
         reads = read_choices(choices)
         if reads is None:
