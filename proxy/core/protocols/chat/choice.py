@@ -14,7 +14,7 @@ delta each); chat/normalize.py wraps pieces into chunks. What it does, in order,
 The choice holds one component a job: its calls (``Calls``, proxy/core/calls/driver.py), the
 pieces they and the text become in the latest chunk's envelope (chat/call_pieces.py, the
 calls' writer), the entries matched to calls (chat/call_matching.py), the markup in its text
-(chat/markup_bridge.py) and the deltas that go out as they came (``hot``, chat/hot_paths.py).
+(chat/markup_bridge.py) and the deltas that go out as they came (``hot``, chat/fast.py).
 A piece keeps the upstream chunk it belongs to (``Source``): held text goes out with the
 envelope of the chunk it came from.
 """
@@ -37,8 +37,8 @@ from proxy.core.protocols.chat.deltas import (
     KeptDelta,
     with_head,
 )
+from proxy.core.protocols.chat.fast import HotPaths
 from proxy.core.protocols.chat.finish import attach_finish, read_finish
-from proxy.core.protocols.chat.hot_paths import HotPaths
 from proxy.core.protocols.chat.markup_bridge import MarkupBridge
 from proxy.core.protocols.chat.pieces import Call, Piece, Sink, Source, StreamContext
 from proxy.core.protocols.chat.tooldelta import ToolDelta

@@ -1,18 +1,23 @@
 """A streamed chat completion's body through the core: upstream bytes in, client bytes out.
 
 The SSE decoder (proxy/core/sse.py) cuts the bytes into events and the normalizer
-(chat/normalize.py) rewrites them. Most reads of most streams need nothing: text deltas of
-a request that offered no tools, a canonical stream's chunks, text or argument deltas that
-repeat the bytes of one that took a hot path. Such a read, when it is whole one-line data
-events that the normalizer can judge without decoding them (``feed_read``), goes out as the
-very bytes object that came in (or, for markup arguments, as the one event they become),
-without an Event made or a chunk parsed; the decoder's and the normalizer's states after it
-are what feeding it would have left.
+(chat/normalize.py) rewrites them into its typed output (chat/sent.py), which
+:meth:`ChatSSEStream.feed` writes as chat bytes (``chat_bytes``); the bridge reads the same
+output as neutral events instead (``feed_sent``, proxy/core/bridge.py).
+
+Most reads of most streams need nothing: text deltas of a request that offered no tools, a
+canonical stream's chunks, text or argument deltas that repeat the bytes of one that took a
+hot path. Such a read, when it is whole one-line data events that the normalizer can judge
+without decoding them (``feed_read``, a fast path: off with the normalizer's ``fast``), goes
+out as the very bytes object that came in (or, for markup arguments, as the one event they
+become), without an Event made or a chunk parsed; the decoder's and the normalizer's states
+after it are what feeding it would have left.
 """
 
 from __future__ import annotations
 
 from proxy.core.protocols.chat.normalize import StreamNormalizer
+from proxy.core.protocols.chat.sent import Sent, chat_bytes
 from proxy.core.sse import SSEDecoder, first_event_end, split_whole_events
 
 
@@ -27,16 +32,28 @@ class ChatSSEStream:
         self._decoder = SSEDecoder(max_event_bytes=normalizer.options.max_event_bytes)
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        """The bytes to write to the client for one upstream read, in order.
+        """The bytes to write to the client for one upstream read, in order."""
+        return chat_bytes(self.feed_sent(chunk))
+
+    def close(self, *, complete: bool) -> list[bytes]:
+        """The bytes that end the stream (what the decoder and normalizer held, the missing
+        finish and ``[DONE]``); ``complete``: the upstream's body ended cleanly."""
+        return chat_bytes(self.close_sent(complete=complete))
+
+    def feed_sent(self, chunk: bytes) -> list[Sent]:
+        """The normalizer's output for one upstream read, in order.
 
         A read need not end where an event does (an unthrottled upstream's reads rarely do):
         the end of an event an earlier read began, and the start of one the next read ends,
         are decoded; the whole events between them may still go out whole."""
+        normalizer = self.normalizer
+        if not normalizer.fast:
+            return self._decode(chunk)
         events = self._decoder.plain_events(chunk)
         if events:  # the usual read, whole events that need no cutting (nor a call to cut)
-            fast = self.normalizer.feed_read(chunk, events)
+            fast = normalizer.feed_read(chunk, events)
             return self._decode(chunk) if fast is None else fast
-        out: list[bytes] = []
+        out: list[Sent] = []
         if self._decoder.pending:
             end = first_event_end(chunk)
             if end < 0:
@@ -46,18 +63,17 @@ class ChatSSEStream:
         whole, rest = split_whole_events(chunk)
         if whole:
             events = self._decoder.plain_events(whole)
-            fast = self.normalizer.feed_read(whole, events) if events else None
+            fast = normalizer.feed_read(whole, events) if events else None
             out += self._decode(whole) if fast is None else fast
         if rest:
             out += self._decode(rest)
         return out
 
-    def _decode(self, data: bytes) -> list[bytes]:
-        normalizer = self.normalizer
-        return [out for item in self._decoder.feed(data) for out in normalizer.feed(item)]
-
-    def close(self, *, complete: bool) -> list[bytes]:
-        """The bytes that end the stream (what the decoder and normalizer held, the missing
-        finish and ``[DONE]``); ``complete``: the upstream's body ended cleanly."""
-        out = [b for item in self._decoder.close() for b in self.normalizer.feed(item)]
+    def close_sent(self, *, complete: bool) -> list[Sent]:
+        """The normalizer's output that ends the stream."""
+        out = [sent for item in self._decoder.close() for sent in self.normalizer.feed(item)]
         return out + self.normalizer.close(complete=complete)
+
+    def _decode(self, data: bytes) -> list[Sent]:
+        normalizer = self.normalizer
+        return [sent for item in self._decoder.feed(data) for sent in normalizer.feed(item)]

@@ -1,4 +1,10 @@
-"""The deltas of a choice that go out as they came, judged without ``process``.
+"""The chat codec's fast paths: the deltas a choice sends as they came, judged without
+``process``, and the chunk shapes later chunks repeat, judged without parsing. All of them
+sit behind one switch (``StreamNormalizer(..., fast=False)`` takes none of them), and a
+property test holds the output with it on to the output with it off, byte for byte
+(tests/test_fast_paths.py).
+
+**Hot paths of a choice.**
 
 Three shapes make up most of a long stream: a canonical argument fragment of an open call, a
 plain content delta in which no markup can start, and content that only continues the
@@ -10,18 +16,29 @@ not this module's; plain text is no input of any call.
 
 :class:`HotPaths` is a choice's component for them, over the parts of the choice they read
 (its calls, the calls by index, the markup, the latest chunk).
+
+**Repeated shapes.** A chunk whose bytes repeat those of the latest chunk that went out as it
+came (a text or argument delta that needed nothing) around a new string is that chunk with
+another text: it is judged by the text alone, without parsing (chat/chunkshape.py,
+:class:`ShapeRepeat`). Likewise a chunk repeating one whose markup arguments became a
+tool-call delta becomes that delta around the new text (:class:`MarkupRepeat`).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from proxy.core.calls.driver import Calls
 from proxy.core.markup.base import CallArgs
 from proxy.core.protocols.chat.call_matching import CallMatching
 from proxy.core.protocols.chat.call_pieces import CallPieces
 from proxy.core.protocols.chat.chunks import INVALID, JSONObject, complete_json
+from proxy.core.protocols.chat.chunkshape import ChunkShape
 from proxy.core.protocols.chat.deltas import Extras
 from proxy.core.protocols.chat.markup_bridge import MarkupBridge
 from proxy.core.protocols.chat.pieces import Call, Piece, Sink, Source
+from proxy.core.protocols.chat.sent import MarkupArgs, Own, Said, SaidRead
+from proxy.core.sse import Event, plain_data, plain_datas
 
 
 class HotPaths:
@@ -162,3 +179,114 @@ def _sole_field(choice: JSONObject, key: str) -> object:
     if type(delta) is not dict or len(delta) != 1 or choice.get("finish_reason") is not None:
         return None
     return delta.get(key)
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeRepeat:
+    """A chunk that took one of the choice's hot paths, as the shape later chunks repeat: a
+    chunk of the same shape is the same chunk with another text, so only the hot path's
+    checks on the text remain (and the chunk need not be parsed)."""
+
+    shape: ChunkShape
+    hot: HotPaths  # the hot paths of the choice the chunk belongs to
+    key: int | None  # the call's index for an argument fragment; None for content text
+    #: the chunk, when its one event beside ``Started`` is its text (chat/sent.py ``Said``)
+    said: JSONObject | None
+
+    @classmethod
+    def of(
+        cls,
+        event: Event,
+        data: bytes,
+        chunk: JSONObject,
+        hot: HotPaths,
+        field: bytes,
+        text: str,
+        key: int | None = None,
+    ) -> ShapeRepeat | None:
+        shape = ChunkShape.around(data, field, text) if event.event is None else None
+        return None if shape is None else cls(shape, hot, key, _said(chunk))
+
+    def take(self, data: bytes) -> str | None:
+        """The text of ``data`` when it repeats the shape with a text that takes the hot path
+        (which then does its bookkeeping); else None."""
+        text = self.shape.text(data)
+        if text is None:
+            return None
+        if self.key is None:
+            return text if self.hot.text_passes(text) else None
+        return text if self.hot.fragment_passes(self.key, text) else None
+
+    def take_event(self, event: Event, data: bytes) -> Said | None:
+        """``take`` for an event: the event as it came, with its text."""
+        text = self.take(data)
+        return None if text is None else Said(self.said, self.key, text, event)
+
+    def take_read(self, read: bytes, events: int) -> SaidRead | None:
+        """``take`` for every event of a read of whole one-line data events, all or none: the
+        read as it came, with their texts."""
+        if events == 1:
+            text = self.take(plain_data(read))
+            return None if text is None else SaidRead(self.said, self.key, [text], read)
+        texts: list[str] = []
+        for data in plain_datas(read):
+            text = self.shape.text(data)
+            if text is None:
+                return None
+            texts.append(text)
+        if self.key is None:
+            if not all(map(self.hot.text_passes, texts)):
+                return None
+            return SaidRead(self.said, self.key, texts, read)
+        kept: list[tuple[Call, str]] = []
+        for text in texts:
+            call = self.hot.fragment_call(self.key, text)
+            if call is None:
+                return None
+            kept.append((call, text))
+        for call, text in kept:
+            self.hot.keep_fragment(call, text)
+        return SaidRead(self.said, self.key, texts, read)
+
+
+def _said(chunk: JSONObject) -> JSONObject | None:
+    """``chunk`` when its events are its text alone (no error, no usage, choice 0), so that
+    a repeat's events are its text; else None."""
+    if chunk.get("error") is not None or isinstance(chunk.get("usage"), dict):
+        return None
+    choices = chunk.get("choices")
+    if type(choices) is not list or not choices:
+        return None
+    choice = choices[0]
+    return chunk if type(choice) is dict and choice.get("index", 0) == 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class MarkupRepeat:
+    """A chunk that took the markup-arguments hot path, as the shape later chunks repeat and
+    the shape of the chunk sent for it: a chunk of the same shape around another content text
+    that the hot path takes is sent as that chunk around the text, without parsing either
+    (``ShapeRepeat`` does the same for chunks that go out as they came)."""
+
+    shape: ChunkShape
+    sent: Own  #: the chunk sent for the first text (its pieces; chat/sent.py)
+    hot: HotPaths
+    call: Call  # the sent chunk carries its index
+
+    @classmethod
+    def of(
+        cls, event: Event, data: bytes, text: str, sent: Own, hot: HotPaths
+    ) -> MarkupRepeat | None:
+        call = hot.markup_call
+        if event.event is not None or call is None:
+            return None
+        shape = ChunkShape.around(data, b"content", text)
+        return None if shape is None else cls(shape, sent, hot, call)
+
+    def take(self, data: bytes) -> MarkupArgs | None:
+        """The event to send for ``data`` when it repeats the shape with a text the hot path
+        takes for the same call (which then does its bookkeeping); else None."""
+        text = self.shape.text(data)
+        if text is None or not self.hot.keep_markup_args(self.call, text):
+            return None
+        return MarkupArgs(self.sent, text)
