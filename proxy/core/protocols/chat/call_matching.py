@@ -26,7 +26,7 @@ _AFTER_VALUE_COULD_FOLLOW: Final = frozenset(":[,")
 class CallMatching:
     """The ``tool_calls`` entries of one choice, to the calls they belong to."""
 
-    __slots__ = ("_by_id", "_calls", "_ctx", "_pieces", "_record", "by_key", "last")
+    __slots__ = ("_by_id", "_calls", "_ctx", "_input", "_pieces", "_record", "by_key", "last")
 
     def __init__(
         self, calls: Calls[Call, Sink, Extras], pieces: CallPieces, ctx: StreamContext
@@ -35,6 +35,7 @@ class CallMatching:
         self._pieces = pieces
         self._ctx = ctx
         self._record = calls.record
+        self._input = calls.input  # bound once: asked on every entry or segment
         self.by_key: dict[int | str, Call] = {}  #: the calls by the upstream's index
         self._by_id: dict[str, Call] = {}
         self.last: Call | None = None  #: the call in progress
@@ -152,17 +153,17 @@ class CallMatching:
         self._calls.release_others(call, sink)
         if named:
             extras = Extras.of(td.extras, td.fn_extras)
-            self._calls.input(call, CallInput.ARGS, td.args, sink, extras=extras)
+            self._input(call, CallInput.ARGS, td.args, sink, extras=extras)
         else:
             if td.extras or td.fn_extras:  # rare (thought_signature): no call for the others
                 call.extras = added(call.extras, Extras(td.extras, td.fn_extras))
             if td.name is None:
-                self._calls.input(call, CallInput.ARGS, td.args, sink)
+                self._input(call, CallInput.ARGS, td.args, sink)
             else:
                 call.name = td.name
                 if call.waited:
                     self._record(Repair.NAME_AFTER_ARGS)
-                self._calls.input(call, self._calls.naming(call, td.args), td.args, sink)
+                self._input(call, self._calls.naming(call, td.args), td.args, sink)
         if (
             may_become_whole(call.state, call.placeholder_args)
             and td.args.rstrip()[-1:] in ("}", "]")
@@ -170,6 +171,6 @@ class CallMatching:
         ):
             call.whole = True
             if compared_when_whole(self._calls.table, call.state):
-                self._calls.input(call, CallInput.COMPLETE, "", sink)
+                self._input(call, CallInput.COMPLETE, "", sink)
             else:
                 self._calls.send_whole_calls(sink)

@@ -29,6 +29,7 @@ class MarkupBridge:
         "_calls",
         "_ctx",
         "_held_text",
+        "_input",
         "_markup_call",
         "_pieces",
         "_record",
@@ -44,6 +45,7 @@ class MarkupBridge:
         self._pieces = pieces
         self._ctx = ctx
         self._record = calls.record
+        self._input = calls.input  # bound once: asked on every entry or segment
         self.extractors: dict[str, Extractor | None] = {}  #: by text field; None: stopped
         self._markup_call: dict[str, Call | None] = {}
         self._held_text: dict[str, str] = {}  # what an extractor holds, as far as known
@@ -116,10 +118,10 @@ class MarkupBridge:
                     self._markup_call[key] = call
                     self._calls.release_others(call, sink)
                     call.name = name
-                    self._calls.input(call, self._calls.naming(call, ""), "", sink)
+                    self._input(call, self._calls.naming(call, ""), "", sink)
                 case CallArgs(text=text):
                     if call is not None and text:
-                        self._calls.input(call, CallInput.ARGS, text, sink)
+                        self._input(call, CallInput.ARGS, text, sink)
                     elif text:  # outside a call (a dialect bug): keep the text as text
                         sink.put(self._pieces.piece({key: text}))
                 case CallClose(error=error):
@@ -129,7 +131,7 @@ class MarkupBridge:
                         call.whole = True
                         self._calls.send_whole_calls(sink)
                     elif call is not None:
-                        self._calls.input(call, CallInput.END, "", sink)
+                        self._input(call, CallInput.END, "", sink)
                     self._markup_call[key] = None
 
     def stop(self, sink: Sink) -> None:

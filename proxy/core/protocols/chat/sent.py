@@ -173,17 +173,21 @@ def chat_bytes(sent: list[Sent]) -> list[bytes]:
     """The chat client's writer: the normalizer's output as the bytes it sends, in order."""
     out: list[bytes] = []
     for item in sent:
-        # the most frequent first: what went out as it came
-        if isinstance(item, bytes):
+        # asked of every value: the most frequent first, each by its exact type
+        if type(item) is bytes:
             out.append(item)
-        elif isinstance(item, Event | RawBytes):
-            out.append(item.raw)
-        elif isinstance(item, Said | Passed):
-            out.append(item.event.raw)
-        elif isinstance(item, SaidRead):
+        elif type(item) is SaidRead:
             out.append(item.data)
-        elif isinstance(item, Own):
-            out += item.chat()
-        else:  # Released, MarkupArgs
+        elif type(item) is Said or type(item) is Passed:
+            out.append(item.event.raw)
+        elif type(item) is Event:
+            out.append(item.raw)
+        elif type(item) is MarkupArgs or type(item) is Released:
             out.append(item.chat())
+        elif type(item) is Own:
+            out += item.chat()
+        elif type(item) is RawBytes:
+            out.append(item.raw)
+        else:
+            raise AssertionError(f"no chat bytes for {item!r}")
     return out
