@@ -176,12 +176,12 @@ def chat_bytes(sent: list[Sent]) -> list[bytes]:
         # asked of every value: the most frequent first, each by its exact type
         if type(item) is bytes:
             out.append(item)
+        elif type(item) is Event:
+            out.append(item.raw)
         elif type(item) is SaidRead:
             out.append(item.data)
         elif type(item) is Said or type(item) is Passed:
             out.append(item.event.raw)
-        elif type(item) is Event:
-            out.append(item.raw)
         elif type(item) is MarkupArgs or type(item) is Released:
             out.append(item.chat())
         elif type(item) is Own:
