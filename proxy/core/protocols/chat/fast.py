@@ -160,7 +160,7 @@ class HotPaths:
         markup = self._markup
         extractor = markup.extractors.get("content")
         if (
-            call is not markup.markup_call
+            call is not markup.open_calls.get("content")
             or not call.streams
             or extractor is None
             or not markup.extracting

@@ -30,12 +30,12 @@ class MarkupBridge:
         "_ctx",
         "_held_text",
         "_input",
-        "_markup_call",
         "_pieces",
         "_record",
         "cut",
         "extracting",
         "extractors",
+        "open_calls",
     )
 
     def __init__(
@@ -47,7 +47,7 @@ class MarkupBridge:
         self._record = calls.record
         self._input = calls.input  # bound once: asked on every entry or segment
         self.extractors: dict[str, Extractor | None] = {}  #: by text field; None: stopped
-        self._markup_call: dict[str, Call | None] = {}
+        self.open_calls: dict[str, Call | None] = {}  #: by text field: the call its markup has open
         self._held_text: dict[str, str] = {}  # what an extractor holds, as far as known
         self.extracting = bool(ctx.extract)
         self.cut = False  #: a call's markup was still open when its text ended
@@ -55,7 +55,7 @@ class MarkupBridge:
     @property
     def markup_call(self) -> Call | None:
         """The call that markup in the content has open, if any."""
-        return self._markup_call.get("content")
+        return self.open_calls.get("content")
 
     def extract_text(self, head: JSONObject, sink: Sink) -> None:
         """Take the calls out of the text fields of ``head`` (a delta without its calls)."""
@@ -85,7 +85,7 @@ class MarkupBridge:
                 self._ctx.dialect_names if key == "content" else self._ctx.reasoning_dialect_names
             )
             self.extractors[key] = dialects.build_extractor(names, self._ctx.tools)
-            self._markup_call[key] = None
+            self.open_calls[key] = None
             self._held_text[key] = ""
         return self.extractors[key]
 
@@ -104,7 +104,7 @@ class MarkupBridge:
 
     def _segments(self, key: str, segments: list[Segment], sink: Sink) -> None:
         for seg in segments:
-            call = self._markup_call.get(key)
+            call = self.open_calls.get(key)
             match seg:
                 case Text(text=text):
                     if text:
@@ -115,7 +115,7 @@ class MarkupBridge:
                     ] += 1
                     call = self._pieces.new_call(None, ident, markup=True)
                     self._calls.records.append(call)
-                    self._markup_call[key] = call
+                    self.open_calls[key] = call
                     self._calls.release_others(call, sink)
                     call.name = name
                     self._input(call, self._calls.naming(call, ""), "", sink)
@@ -132,7 +132,7 @@ class MarkupBridge:
                         self._calls.send_whole_calls(sink)
                     elif call is not None:
                         self._input(call, CallInput.END, "", sink)
-                    self._markup_call[key] = None
+                    self.open_calls[key] = None
 
     def stop(self, sink: Sink) -> None:
         """Close the extractors: the end of the choice."""

@@ -180,9 +180,11 @@ def chat_bytes(sent: list[Sent]) -> list[bytes]:
             out.append(item.raw)
         elif type(item) is SaidRead:
             out.append(item.data)
+        elif type(item) is MarkupArgs:
+            out.append(item.chunk.args_chat(item.text))
         elif type(item) is Said or type(item) is Passed:
             out.append(item.event.raw)
-        elif type(item) is MarkupArgs or type(item) is Released:
+        elif type(item) is Released:
             out.append(item.chat())
         elif type(item) is Own:
             out += item.chat()
