@@ -40,6 +40,10 @@ from proxy.core.protocols.chat.pieces import Call, Piece, Sink, Source
 from proxy.core.protocols.chat.sent import MarkupArgs, Own, Said, SaidRead
 from proxy.core.sse import Event, plain_data, plain_datas
 
+# Said and SaidRead are tuples made once an event or a read: tuple.__new__ makes one without
+# the Python call their constructor and ``_make`` cost
+_new = tuple.__new__
+
 
 class HotPaths:
     """The deltas of one choice that go out as they came (see above)."""
@@ -220,14 +224,14 @@ class ShapeRepeat:
     def take_event(self, event: Event, data: bytes) -> Said | None:
         """``take`` for an event: the event as it came, with its text."""
         text = self.take(data)
-        return None if text is None else Said(self.said, self.key, text, event)
+        return None if text is None else _new(Said, (self.said, self.key, text, event))
 
     def take_read(self, read: bytes, events: int) -> SaidRead | None:
         """``take`` for every event of a read of whole one-line data events, all or none: the
         read as it came, with their texts."""
         if events == 1:
             text = self.take(plain_data(read))
-            return None if text is None else SaidRead(self.said, self.key, [text], read)
+            return None if text is None else _new(SaidRead, (self.said, self.key, [text], read))
         texts: list[str] = []
         for data in plain_datas(read):
             text = self.shape.text(data)
@@ -237,7 +241,7 @@ class ShapeRepeat:
         if self.key is None:
             if not all(map(self.hot.text_passes, texts)):
                 return None
-            return SaidRead(self.said, self.key, texts, read)
+            return _new(SaidRead, (self.said, self.key, texts, read))
         kept: list[tuple[Call, str]] = []
         for text in texts:
             call = self.hot.fragment_call(self.key, text)
@@ -246,7 +250,7 @@ class ShapeRepeat:
             kept.append((call, text))
         for call, text in kept:
             self.hot.keep_fragment(call, text)
-        return SaidRead(self.said, self.key, texts, read)
+        return _new(SaidRead, (self.said, self.key, texts, read))
 
 
 def _said(chunk: JSONObject) -> JSONObject | None:

@@ -15,6 +15,7 @@ so the cap gives way at the same byte for both writers. It is asked only of what
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple, cast
 
 from proxy.core.protocols.chat.chunks import JSONObject
 from proxy.core.protocols.chat.chunkshape import ChunkShape
@@ -96,41 +97,27 @@ class Released:
         return len(self.chat())
 
 
-class Said:
+class Said(NamedTuple):
     """An upstream event that repeats the bytes of an earlier chunk that went out as it came,
     around another ``text`` (chat/fast.py): it goes out as it came too. ``chunk``: that
     earlier chunk when its one event beside ``Started`` is its text (then so is this one's:
     ``key`` the call's index for argument text, None for content); else None (the event is
-    read off its data)."""
+    read off its data). A tuple: one is made an event (chat/fast.py)."""
 
-    __slots__ = ("chunk", "event", "key", "text")
-
-    def __init__(self, chunk: JSONObject | None, key: int | None, text: str, event: Event) -> None:
-        self.chunk = chunk
-        self.key = key
-        self.text = text
-        self.event = event
-
-    def __len__(self) -> int:
-        return len(self.event.raw)
+    chunk: JSONObject | None
+    key: int | None
+    text: str
+    event: Event
 
 
-class SaidRead:
+class SaidRead(NamedTuple):
     """A read of whole one-line data events, each a ``Said`` of the same chunk: the read as it
-    came (``data``), and the text of each event."""
+    came (``data``), and the text of each event. A tuple, as ``Said``: one a read."""
 
-    __slots__ = ("chunk", "data", "key", "texts")
-
-    def __init__(
-        self, chunk: JSONObject | None, key: int | None, texts: list[str], data: bytes
-    ) -> None:
-        self.chunk = chunk
-        self.key = key
-        self.texts = texts
-        self.data = data
-
-    def __len__(self) -> int:
-        return len(self.data)
+    chunk: JSONObject | None
+    key: int | None
+    texts: list[str]
+    data: bytes
 
 
 class MarkupArgs:
@@ -166,11 +153,23 @@ def own_sent(source: Source, choices: list[JSONObject], own: list[list[Piece]]) 
 
 def size(sent: Sent) -> int:
     """The length of the chat bytes ``sent`` stands for."""
-    return len(sent.raw) if isinstance(sent, Event | RawBytes) else len(sent)
+    if isinstance(sent, Event | RawBytes):
+        return len(sent.raw)
+    if isinstance(sent, Said):
+        return len(sent.event.raw)
+    if isinstance(sent, SaidRead):
+        return len(sent.data)
+    return len(sent)
 
 
 def chat_bytes(sent: list[Sent]) -> list[bytes]:
     """The chat client's writer: the normalizer's output as the bytes it sends, in order."""
+    if len(sent) == 1:  # most reads: one value, which went out as it came
+        item = sent[0]
+        if type(item) is bytes:
+            return cast("list[bytes]", sent)
+        if type(item) is SaidRead:
+            return [item.data]
     out: list[bytes] = []
     for item in sent:
         # asked of every value: the most frequent first, each by its exact type

@@ -32,8 +32,16 @@ class ChatSSEStream:
         self._decoder = SSEDecoder(max_event_bytes=normalizer.options.max_event_bytes)
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        """The bytes to write to the client for one upstream read, in order."""
-        return chat_bytes(self.feed_sent(chunk))
+        """The bytes to write to the client for one upstream read, in order (``feed_sent``'s
+        output written as chat bytes; its first case asked here, one call less a read)."""
+        normalizer = self.normalizer
+        if not normalizer.fast:
+            return chat_bytes(self._decode(chunk))
+        events = self._decoder.plain_events(chunk)
+        if events:
+            fast = normalizer.feed_read(chunk, events)
+            return chat_bytes(self._decode(chunk) if fast is None else fast)
+        return chat_bytes(self._cut(chunk))
 
     def close(self, *, complete: bool) -> list[bytes]:
         """The bytes that end the stream (what the decoder and normalizer held, the missing
@@ -41,11 +49,7 @@ class ChatSSEStream:
         return chat_bytes(self.close_sent(complete=complete))
 
     def feed_sent(self, chunk: bytes) -> list[Sent]:
-        """The normalizer's output for one upstream read, in order.
-
-        A read need not end where an event does (an unthrottled upstream's reads rarely do):
-        the end of an event an earlier read began, and the start of one the next read ends,
-        are decoded; the whole events between them may still go out whole."""
+        """The normalizer's output for one upstream read, in order."""
         normalizer = self.normalizer
         if not normalizer.fast:
             return self._decode(chunk)
@@ -53,6 +57,14 @@ class ChatSSEStream:
         if events:  # the usual read, whole events that need no cutting (nor a call to cut)
             fast = normalizer.feed_read(chunk, events)
             return self._decode(chunk) if fast is None else fast
+        return self._cut(chunk)
+
+    def _cut(self, chunk: bytes) -> list[Sent]:
+        """A read that is not whole one-line events: it need not end where an event does (an
+        unthrottled upstream's reads rarely do). The end of an event an earlier read began,
+        and the start of one the next read ends, are decoded; the whole events between them
+        may still go out whole."""
+        normalizer = self.normalizer
         out: list[Sent] = []
         if self._decoder.pending:
             end = first_event_end(chunk)
