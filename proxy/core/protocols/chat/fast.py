@@ -48,7 +48,16 @@ _new = tuple.__new__
 class HotPaths:
     """The deltas of one choice that go out as they came (see above)."""
 
-    __slots__ = ("_by_key", "_calls", "_keep", "_markup", "_matching", "_pieces")
+    __slots__ = (
+        "_by_key",
+        "_calls",
+        "_keep",
+        "_markup",
+        "_matching",
+        "_pieces",
+        "_placeholders",
+        "_suspects",
+    )
 
     def __init__(
         self,
@@ -62,7 +71,10 @@ class HotPaths:
         self._by_key = matching.by_key  # the same dict, read on every fragment
         self._markup = markup
         self._pieces = pieces
-        self._keep = calls.keep  # bound once: asked on every fragment
+        # bound once, the same objects the calls keep: asked on every fragment
+        self._keep = calls.keep
+        self._placeholders = calls.placeholders
+        self._suspects = calls.suspects
 
     def take_canonical_fragment(self, choice: JSONObject, source: Source) -> bool:
         """The hot path: a canonical argument fragment of a call already open under the same
@@ -104,8 +116,8 @@ class HotPaths:
             or not call.streams  # the table: its arguments are not sent as they come
             or call.index != key
             or complete_json(text) is not INVALID  # maybe a re-sent copy (Q17)
-            or self._calls.placeholders
-            or self._calls.suspects  # another call moving on settles them (``release_others``)
+            or self._placeholders
+            or self._suspects  # another call moving on settles them (``release_others``)
         ):
             return None
         return call
@@ -211,27 +223,34 @@ class ShapeRepeat:
         shape = ChunkShape.around(data, field, text) if event.event is None else None
         return None if shape is None else cls(shape, hot, key, _said(chunk))
 
-    def take(self, data: bytes) -> str | None:
-        """The text of ``data`` when it repeats the shape with a text that takes the hot path
-        (which then does its bookkeeping); else None."""
+    def take_event(self, event: Event, data: bytes) -> Said | None:
+        """``event`` (its ``data``) as it came, with its text, when it repeats the shape with a
+        text that takes the hot path (which then does its bookkeeping); else None."""
         text = self.shape.text(data)
         if text is None:
             return None
-        if self.key is None:
-            return text if self.hot.text_passes(text) else None
-        return text if self.hot.fragment_passes(self.key, text) else None
-
-    def take_event(self, event: Event, data: bytes) -> Said | None:
-        """``take`` for an event: the event as it came, with its text."""
-        text = self.take(data)
-        return None if text is None else _new(Said, (self.said, self.key, text, event))
+        key = self.key
+        if key is None:
+            if not self.hot.text_passes(text):
+                return None
+        elif not self.hot.fragment_passes(key, text):
+            return None
+        return _new(Said, (self.said, key, text, event))
 
     def take_read(self, read: bytes, events: int) -> SaidRead | None:
-        """``take`` for every event of a read of whole one-line data events, all or none: the
-        read as it came, with their texts."""
-        if events == 1:
-            text = self.take(plain_data(read))
-            return None if text is None else _new(SaidRead, (self.said, self.key, [text], read))
+        """``take_event`` for every event of a read of whole one-line data events, all or
+        none: the read as it came, with their texts."""
+        if events == 1:  # the usual read, ``take_event`` written out without the event
+            text = self.shape.text(plain_data(read))
+            if text is None:
+                return None
+            key = self.key
+            if key is None:
+                if not self.hot.text_passes(text):
+                    return None
+            elif not self.hot.fragment_passes(key, text):
+                return None
+            return _new(SaidRead, (self.said, key, [text], read))
         texts: list[str] = []
         for data in plain_datas(read):
             text = self.shape.text(data)
