@@ -158,8 +158,9 @@ class StreamNormalizer:
         The judgement is ``feed``'s per event, made over the whole read: byte checks each true
         of the whole only if true of every event, or chunks repeating the shape of one that
         took a hot path (one event at a time for markup arguments, whose extractor moves on
-        with each). The caller does not feed the read after this."""
-        if not self.fast or self._queue or self._roles_due or b"[DONE]" in data:
+        with each). The caller does not feed the read after this. A fast path: asked only
+        with ``fast`` on (chat/sse_stream.py)."""
+        if self._queue or self._roles_due or b"[DONE]" in data:
             return None
         out: list[Sent]
         # the markup path is asked first: its chunks would fail the others' checks anyway

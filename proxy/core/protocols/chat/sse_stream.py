@@ -16,6 +16,8 @@ after it are what feeding it would have left.
 
 from __future__ import annotations
 
+from typing import cast
+
 from proxy.core.protocols.chat.normalize import StreamNormalizer
 from proxy.core.protocols.chat.sent import Sent, chat_bytes
 from proxy.core.sse import SSEDecoder, first_event_end, split_whole_events
@@ -40,7 +42,11 @@ class ChatSSEStream:
         events = self._decoder.plain_events(chunk)
         if events:
             fast = normalizer.feed_read(chunk, events)
-            return chat_bytes(self._decode(chunk) if fast is None else fast)
+            if fast is None:
+                return chat_bytes(self._decode(chunk))
+            if len(fast) == 1 and type(fast[0]) is bytes:  # the read as it came
+                return cast("list[bytes]", fast)
+            return chat_bytes(fast)
         return chat_bytes(self._cut(chunk))
 
     def close(self, *, complete: bool) -> list[bytes]:
