@@ -74,6 +74,23 @@ class UpstreamSettings(_Strict):
     # The upstream's template family, for what only some templates need: "auto" reads the
     # template from llama-server's GET /props; a family name for servers that do not show it.
     template: str = "auto"
+    # A call's arguments against its tool's schema (proxy/core/arguments/, issue 25): healed
+    # from almost-JSON, coerced ("5" for 5), both only into arguments that fit and never on a
+    # call a token limit cut; and a request's parallel_tool_calls: false held to (the calls
+    # after the first dropped), unless turned off for an upstream that is trusted with it.
+    heal_arguments: bool = False
+    coerce_arguments: bool = False
+    enforce_parallel_tool_calls: bool = True
+
+    @field_validator("heal_arguments", "coerce_arguments")
+    @classmethod
+    def _repairs_need_normalize(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("normalize") is False:
+            raise ValueError(
+                "cannot be true when normalize = false (that upstream's answers pass through"
+                " untouched); remove one of the two"
+            )
+        return value
 
     @field_validator("responses", "messages")
     @classmethod

@@ -109,6 +109,19 @@ def test_file_values_and_environment_overrides(
             '[[upstreams]]\nname = "a"\nurl = "http://x"\nrequest_repairs = true\n',
             r"upstreams\[0\]\.request_repairs",
         ),
+        # issue 25: healing and coercion change answers, which normalize = false never does
+        (
+            '[[upstreams]]\nname = "a"\nurl = "http://x"\nnormalize = false\nheal_arguments = true\n',
+            r"upstreams\[0\]\.heal_arguments: .*normalize = false",
+        ),
+        (
+            '[[upstreams]]\nname = "a"\nurl = "http://x"\nnormalize = false\ncoerce_arguments = true\n',
+            r"upstreams\[0\]\.coerce_arguments: .*normalize = false",
+        ),
+        (
+            '[[upstreams]]\nname = "a"\nurl = "http://x"\nheal_arguments = "sometimes"\n',
+            r"upstreams\[0\]\.heal_arguments",
+        ),
     ],
 )
 def test_invalid_config_names_the_key(tmp_path: Path, text: str, message: str) -> None:

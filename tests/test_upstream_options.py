@@ -20,6 +20,9 @@ def test_each_upstream_gets_its_own_options_with_the_limits():
                 dialects=["hermes"],
                 extract_from_reasoning=False,
                 dedupe_calls=True,
+                heal_arguments=True,
+                coerce_arguments=True,
+                enforce_parallel_tool_calls=False,
             ),
             UpstreamSettings(name="b", url="http://127.0.0.1:2", dialects="none"),
             UpstreamSettings(name="c", url="http://127.0.0.1:3", normalize=False),
@@ -41,6 +44,9 @@ def test_each_upstream_gets_its_own_options_with_the_limits():
         dialects=("hermes",),
         extract_from_reasoning=False,
         dedupe_calls=True,
+        heal_arguments=True,
+        coerce_arguments=True,
+        enforce_parallel_tool_calls=False,
         **limits,
     )
     assert upstreams["b"].normalize == UpstreamOptions(**limits)

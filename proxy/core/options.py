@@ -43,6 +43,14 @@ class UpstreamOptions:
     #: what the upstream's template needs, as its ``template`` setting names the family;
     #: None ("auto"): read from the upstream's own template (shell/template_probe.py)
     template: TemplateNeeds | None = None
+    #: arguments that are not JSON healed into JSON that fits the tool (proxy/core/arguments);
+    #: a call's arguments are then sent whole at its end
+    heal_arguments: bool = False
+    #: arguments that do not fit coerced where the schema says so plainly ("5" for 5)
+    coerce_arguments: bool = False
+    #: parallel_tool_calls: false (disable_parallel_tool_use) held to: calls past the first
+    #: dropped (parallel-call-dropped)
+    enforce_parallel_tool_calls: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,6 +117,15 @@ class Repair(StrEnum):
     NONSTANDARD_EVENT = "nonstandard-event"  # R8: detected only, passed through
     PARALLEL_WRAPPER = "parallel-wrapper"  # R9: detected only, passed through
 
+    # A call's arguments against its tool's schema (issue 25; proxy/core/arguments/)
+    # detected only: a call whose arguments do not fit, recorded as
+    # "args-schema-mismatch:<kind>" (Mismatch.label; the kinds are MismatchKind)
+    ARGS_SCHEMA_MISMATCH = "args-schema-mismatch"
+    ARGS_HEALED = "args-healed"  # heal_arguments: almost-JSON made JSON that fits
+    ARGS_COERCED = "args-coerced"  # coerce_arguments: "5" for 5, "a.py" for ["a.py"]
+    # a call past the first when the request said parallel_tool_calls: false
+    PARALLEL_CALL_DROPPED = "parallel-call-dropped"
+
     # The request side: the chat request reshaped so that the upstream's chat template takes
     # it (proxy/core/request_repairs/; counted with side="request", REQUEST_SIDE below)
     DEVELOPER_ROLE = "developer-role"  # `developer` for `system`
@@ -141,7 +150,8 @@ class Repair(StrEnum):
     TEXT_WITHOUT_FORMAT = "text-without-format"  # `text: {verbosity}`: LM Studio refuses it
 
 
-# Kinds that report what was seen without changing a byte (docs/quirks.md Q18, R8, R9).
+# Kinds that report what was seen without changing a byte (docs/quirks.md Q18, R8, R9; a
+# schema mismatch, issue 25).
 # A repeated call is dropped only from markup (which comes with markup-in-content) or under
 # dedupe_calls; otherwise it is only counted. Native Responses' R8 and R9 pass through.
 DETECTED_ONLY: Final = frozenset(
@@ -150,6 +160,7 @@ DETECTED_ONLY: Final = frozenset(
         Repair.CALL_DUPLICATED,
         Repair.NONSTANDARD_EVENT,
         Repair.PARALLEL_WRAPPER,
+        Repair.ARGS_SCHEMA_MISMATCH,
     }
 )
 

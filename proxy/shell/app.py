@@ -67,6 +67,9 @@ def upstream_options(options: UpstreamSettings, settings: Settings) -> UpstreamO
         max_response_body_bytes=limits.max_response_body_bytes,
         request_repairs=options.request_repairs == "auto",
         template=options.template_needs(),
+        heal_arguments=options.heal_arguments,
+        coerce_arguments=options.coerce_arguments,
+        enforce_parallel_tool_calls=options.enforce_parallel_tool_calls,
     )
 
 

@@ -70,7 +70,7 @@ def _mistral_ids(messages: Messages) -> Messages:
     for message in messages:
         if not isinstance(message, dict):
             continue
-        for call in message.get("tool_calls") or ():
+        for call in roles.calls_of(message):
             if isinstance(call, dict) and isinstance(call.get("id"), str):
                 seen.append(call["id"])
         if message.get("role") == "tool" and isinstance(message.get("tool_call_id"), str):

@@ -133,7 +133,7 @@ def split_parallel_calls(messages: list[Any]) -> list[Any]:
     assistant message per call, each followed by its own tool result; the turn's text stays
     with the first call."""
     if not any(
-        isinstance(m, dict) and m.get("role") == "assistant" and len(m.get("tool_calls") or ()) > 1
+        isinstance(m, dict) and m.get("role") == "assistant" and len(calls_of(m)) > 1
         for m in messages
     ):
         return messages
@@ -207,9 +207,7 @@ def tools_as_text(messages: list[Any]) -> list[Any]:
     must alternate"): an assistant's calls become its text, one JSON object a call
     (``{"name": ..., "arguments": ...}``) after what it said, and a tool result becomes a user
     message holding the result's text. The merge of consecutive roles runs after this."""
-    if not any(
-        isinstance(m, dict) and (m.get("role") == "tool" or m.get("tool_calls")) for m in messages
-    ):
+    if not any(isinstance(m, dict) and (m.get("role") == "tool" or calls_of(m)) for m in messages):
         return messages
     out: list[Any] = []
     for message in messages:
@@ -217,14 +215,21 @@ def tools_as_text(messages: list[Any]) -> list[Any]:
             out.append(message)
         elif message.get("role") == "tool":
             out.append({"role": "user", "content": message.get("content") or ""})
-        elif message.get("tool_calls"):
-            calls = [_call_text(call) for call in message["tool_calls"]]
+        elif calls_of(message):
+            calls = [_call_text(call) for call in calls_of(message)]
             told = {k: v for k, v in message.items() if k != "tool_calls"}
             told["content"] = joined(message.get("content"), TEXT_JOIN.join(calls))
             out.append(told)
         else:
             out.append(message)
     return out
+
+
+def calls_of(message: dict[str, Any]) -> list[Any]:
+    """An assistant's calls, when ``tool_calls`` is the list it must be; a client's other
+    value is left for the upstream to refuse."""
+    calls = message.get("tool_calls")
+    return calls if isinstance(calls, list) else []
 
 
 def _call_text(call: object) -> str:
