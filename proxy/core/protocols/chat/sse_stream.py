@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import cast
 
 from proxy.core.protocols.chat.normalize import StreamNormalizer
-from proxy.core.protocols.chat.sent import Sent, chat_bytes
+from proxy.core.protocols.chat.sent import SaidRead, Sent, chat_bytes
 from proxy.core.sse import SSEDecoder, first_event_end, split_whole_events
 
 
@@ -44,8 +44,12 @@ class ChatSSEStream:
             fast = normalizer.feed_read(chunk, events)
             if fast is None:
                 return chat_bytes(self._decode(chunk))
-            if len(fast) == 1 and type(fast[0]) is bytes:  # the read as it came
-                return cast("list[bytes]", fast)
+            if len(fast) == 1:  # the read as it came (the writer's first two cases)
+                first = fast[0]
+                if type(first) is bytes:
+                    return cast("list[bytes]", fast)
+                if type(first) is SaidRead:
+                    return [first.data]
             return chat_bytes(fast)
         return chat_bytes(self._cut(chunk))
 
