@@ -1,9 +1,9 @@
 """A chat upstream's stream for a client of another protocol: repair as chat, then translate.
 
 Upstream bytes go through the chat stream (chat/sse_stream.py: every chat repair and markup
-dialect), whose normalizer writes neutral events for the client protocol's encoder
-(chat/neutral.py) where it would write canonical chunks for a chat client: what it sends
-is read as events before it becomes chat bytes, so nothing is rendered to be parsed again.
+dialect), whose normalizer's typed output (chat/sent.py) the bridge's writer reads as neutral
+events for the client protocol's encoder (chat/neutral.py), where a chat client's stream
+writes it as canonical chunks: nothing is rendered to be parsed again.
 The bridge has the chat stream's verbs (``feed(bytes)``, ``close(complete=...)``), so the
 shell drives it as it drives a chat stream.
 
@@ -43,8 +43,10 @@ class ChatBridge:
         self._chat = chat
         self._encoder = encoder
         self._limit = self.normalizer.options.max_response_body_bytes
+        # the text calls that went out keep for the checks counts toward the response's own
+        # limit, not toward max_held_bytes: past it the response fails (chat.normalize)
+        self.normalizer.kept_limit = self._limit
         self._events = NeutralWriter()
-        self.normalizer.write_events(self._events)
         self._failed = False
 
     @property
@@ -55,13 +57,13 @@ class ChatBridge:
     def feed(self, chunk: bytes) -> list[bytes]:
         if self._failed:
             return []
-        self._chat.feed(chunk)
+        self._events.write(self._chat.feed_sent(chunk))
         return self._translate()
 
     def close(self, *, complete: bool) -> list[bytes]:
         if self._failed:
             return []
-        self._chat.close(complete=complete)
+        self._events.write(self._chat.close_sent(complete=complete))
         out = self._translate()
         if self.normalizer.gave_up:  # the chat stream gave up while it closed
             return out

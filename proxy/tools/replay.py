@@ -20,6 +20,7 @@ from proxy.core.protocols.chat.normalize import (
     StreamNormalizer,
     normalize_completion,
 )
+from proxy.core.protocols.chat.sent import chat_bytes
 from proxy.core.sse import Event, SSEDecoder
 from proxy.shell.random_ids import new_id_factory
 
@@ -44,8 +45,8 @@ def replay(capture: bytes, options: UpstreamOptions, request: object) -> Replaye
     decoder = SSEDecoder(max_event_bytes=options.max_event_bytes)
     normalizer = StreamNormalizer(options, info, new_id=new_id_factory())
     items = [*decoder.feed(capture), *decoder.close()]
-    out = [b for item in items for b in normalizer.feed(item)]
-    out += normalizer.close(complete=True)
+    out = chat_bytes([sent for item in items for sent in normalizer.feed(item)])
+    out += chat_bytes(normalizer.close(complete=True))
     return Replayed(b"".join(out), normalizer.repairs)
 
 

@@ -19,9 +19,10 @@ from bench.shapes import LENGTH_SHAPES, NO_TOOLS, SHAPES, TOOLS, model_name, tem
 from proxy.core.bridge import GAVE_UP, ChatBridge
 from proxy.core.events import ArgumentsDelta, Failed, StreamEvent
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.chat import render
+from proxy.core.protocols.chat import sent
 from proxy.core.protocols.chat.decode import ChatDecoder
 from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
+from proxy.core.protocols.chat.sent import MarkupArgs, Own, Released
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.sse import Event, SSEDecoder
 from tests.core.test_bridge import Recorder
@@ -63,10 +64,7 @@ def decoded(case: dict[str, Any], reads: list[bytes], held: int | None = None) -
     # issue 26 item 8: a client of another protocol is not failed for the text a call that
     # went out keeps for the checks (that counts toward max_response_body_bytes), a chat
     # client's stream is; so the chat stream's cap is asked the bridge's question here
-    ctx = normalizer._ctx
-    normalizer._over_cap = lambda: (  # type: ignore[method-assign]
-        not normalizer.gave_up and ctx.held + normalizer._queued > normalizer.options.max_held_bytes
-    )
+    normalizer.kept_limit = normalizer.options.max_response_body_bytes
     chat = ChatSSEStream(normalizer)
     frames, decoder = SSEDecoder(max_event_bytes=1 << 20), ChatDecoder()
     events: list[StreamEvent] = []
@@ -145,26 +143,32 @@ RENDERS_NOTHING = [
 ]
 
 
+def never_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the chat writer's rendering fail (chat/sent.py: what the chat client's writer
+    asks of the values it writes; chat/render.py's two entry points behind it)."""
+
+    def rendered(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a chat chunk was rendered for the bridge")
+
+    for value in (Own, Released, MarkupArgs):
+        monkeypatch.setattr(value, "chat", rendered)
+    monkeypatch.setattr(Own, "args_chat", rendered)
+    monkeypatch.setattr(sent, "render_own", rendered)
+    monkeypatch.setattr(sent, "render_released", rendered)
+
+
 @pytest.mark.parametrize("name", RENDERS_NOTHING)
 def test_the_bridge_renders_no_chat_chunk(name, monkeypatch):
     # the chunks these streams need rewritten reach the encoder as events, never as chat
     # bytes (only what waits behind a held call is measured in them, for the cap)
-    def rendered(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a chat chunk was rendered for the bridge")
-
-    monkeypatch.setattr(render, "_encode", rendered)
-    monkeypatch.setattr(render, "_chunk_out", rendered)
+    never_rendered(monkeypatch)
     case = next(c for c in CASES if c["name"] == name)
     body = (GOLDEN / f"{name}.in.sse").read_bytes()
     assert len(bridged(case, [body])) > 2
 
 
 def test_markup_arguments_in_a_repeated_shape_render_no_chat_chunk(monkeypatch):
-    def rendered(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a chat chunk was rendered for the bridge")
-
-    monkeypatch.setattr(render, "_encode", rendered)
-    monkeypatch.setattr(render, "_chunk_out", rendered)
+    never_rendered(monkeypatch)
     case, body = _bench_stream("hermes")
     events = bridged(case, eventwise(body))
     assert sum(isinstance(e, ArgumentsDelta) for e in events) > 50

@@ -3,27 +3,45 @@
 Each entry is matched to a call (the upstream index, else the id, else the call in progress;
 a new id or name under a used index starts a new call, Q10), stripped of what the client must
 see only once (Q1, Q2, Q4, Q5), checked for a re-sent copy of the arguments (Q17) and fed to
-the call's state machine (proxy/core/calls/driver.py).
+the call's state machine (proxy/core/calls/driver.py). :class:`CallMatching` keeps the
+choice's calls by the upstream's index and id, and the call in progress.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
+from proxy.core.calls.driver import Calls
 from proxy.core.calls.jsontext import complete_json
 from proxy.core.calls.state import CallInput, CallState, compared_when_whole, may_become_whole
 from proxy.core.jsonvalues import INVALID
 from proxy.core.protocols.chat.call_pieces import CallPieces
 from proxy.core.protocols.chat.deltas import Extras, added
-from proxy.core.protocols.chat.pieces import Call, Sink
+from proxy.core.protocols.chat.pieces import Call, Sink, StreamContext
 from proxy.core.protocols.chat.tooldelta import ToolDelta
 from proxy.core.repairs import Repair
 
 _AFTER_VALUE_COULD_FOLLOW: Final = frozenset(":[,")
 
 
-class CallMatching(CallPieces):
-    def _entries(self, entries: list[ToolDelta], sink: Sink) -> None:
+class CallMatching:
+    """The ``tool_calls`` entries of one choice, to the calls they belong to."""
+
+    __slots__ = ("_by_id", "_calls", "_ctx", "_input", "_pieces", "_record", "by_key", "last")
+
+    def __init__(
+        self, calls: Calls[Call, Sink, Extras], pieces: CallPieces, ctx: StreamContext
+    ) -> None:
+        self._calls = calls
+        self._pieces = pieces
+        self._ctx = ctx
+        self._record = calls.record
+        self._input = calls.input  # bound once: asked on every entry or segment
+        self.by_key: dict[int | str, Call] = {}  #: the calls by the upstream's index
+        self._by_id: dict[str, Call] = {}
+        self.last: Call | None = None  #: the call in progress
+
+    def entries(self, entries: list[ToolDelta], sink: Sink) -> None:
         touched: set[Call] = set()
         for entry in entries:
             call = self._locate(entry)
@@ -40,15 +58,15 @@ class CallMatching(CallPieces):
             self._record(repair)
         call: Call | None
         if td.key is not None:
-            call = self._by_key.get(td.key)
-            if call is None and td.id is None and td.name is None and td.args and self._last:
+            call = self.by_key.get(td.key)
+            if call is None and td.id is None and td.name is None and td.args and self.last:
                 # Q11: text under an index that never opened belongs to the call in progress
                 self._record(Repair.INDEX_OFFSET)
-                call = self._last
+                call = self.last
         elif td.id is not None:
             call = self._by_id.get(td.id)
         else:
-            call = self._last
+            call = self.last
         if call is not None and (
             self._other_call(call, td)
             or (not self._resent(call, td) and self._same_name_again(call, td))
@@ -57,15 +75,15 @@ class CallMatching(CallPieces):
                 self._record(Repair.INDEX_REUSED)
             call = None
         if call is None:
-            call = Call(td.key, td.id, origin=self._source, origin_choice=self._choice)
+            call = self._pieces.new_call(td.key, td.id)
             self._calls.records.append(call)
         if td.key is not None:
-            self._by_key[td.key] = call
+            self.by_key[td.key] = call
         if td.id is not None and call.upstream_id is None and call.id is None:
             call.upstream_id = td.id
         if call.upstream_id is not None:
             self._by_id.setdefault(call.upstream_id, call)
-        self._last = call
+        self.last = call
         return call
 
     @staticmethod
@@ -112,7 +130,7 @@ class CallMatching(CallPieces):
         rest = td.args[end:]
         if not rest.strip():
             end, rest = len(td.args), ""
-        self._s.dropped.append(td.args[:end])
+        self._ctx.dropped.append(td.args[:end])
         self._record(Repair.ARGS_DUPLICATED_AT_END)
         td.args = rest
         return True

@@ -1,20 +1,20 @@
 """Building the output pieces of a choice: a call's opening delta, an argument delta, text
 (typed values, chat/deltas.py; chat/render.py writes them).
 
-The call driver (proxy/core/calls/driver.py) says what goes out and when; here it becomes
-chat pieces, put where they belong: a piece goes out in the chunk it comes from, and what a
-held call releases goes where the call was held (``Sink``, ``Slot``). The shape repairs seen
-only once the opening is built (``type``, ``arguments`` or the index missing or offset) are
-counted here, where the client's view of the call is settled.
+The calls (proxy/core/calls/driver.py ``Calls``) say what goes out and when; :class:`CallPieces`
+is their writer (``CallWriter``): what they send becomes chat pieces, put where they belong.
+A piece goes out in the chunk it comes from (the choice's latest, ``source`` and ``choice``
+here), and what a held call releases goes where the call was held (``Sink``, ``Slot``). The
+shape repairs seen only once the opening is built (``type``, ``arguments`` or the index
+missing or offset) are counted here, where the client's view of the call is settled.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
-from proxy.core.calls.driver import Calls
 from proxy.core.jsonvalues import JSONObject
-from proxy.core.protocols.chat.choice_base import ChoiceBase
 from proxy.core.protocols.chat.deltas import (
     ArgsDelta,
     Extras,
@@ -23,34 +23,35 @@ from proxy.core.protocols.chat.deltas import (
     OpeningDelta,
     added,
 )
-from proxy.core.protocols.chat.pieces import Call, Piece, Sink, Source, StreamContext
+from proxy.core.protocols.chat.pieces import Call, Piece, Sink, Source
 from proxy.core.repairs import Repair
 
 
-class CallPieces(ChoiceBase):
-    def __init__(self, stream: StreamContext, source: Source, choice: JSONObject) -> None:
-        super().__init__(stream, source, choice)
-        self._calls = Calls(self._s, self, coalesce=stream.coalesce, dedupe=stream.dedupe)
-        # bound once: asked on every delta
-        self._record = self._calls.record
-        self._input = self._calls.input
-        self._keep = self._calls.keep
+class CallPieces:
+    """The pieces of one choice, in the envelope of its latest chunk (``source``, ``choice``)."""
+
+    __slots__ = ("_repairs", "choice", "source")
+
+    def __init__(self, source: Source, choice: JSONObject, repairs: Counter[str]) -> None:
+        self.source = source  #: the latest chunk of this choice
+        self.choice = choice
+        self._repairs = repairs
 
     # -- what the calls send (calls/driver.py's CallWriter) -----------------------------
 
     def put_opening(self, call: Call, args: str, out: Sink) -> None:
-        out.put(self._opening(call, args), call)
+        out.put(self.opening(call, args), call)
 
     def put_held_args(self, call: Call, text: str, out: Sink) -> None:
-        out.put(self._args_piece(call, text, call.origin, call.origin_choice), call)
+        out.put(self.args_piece(call, text, call.origin, call.origin_choice), call)
 
     def put_args(self, call: Call, text: str, out: Sink, extras: Extras | None) -> None:
         # every continuation of a call streamed on the slow path comes here: built in place
         assert call.index is not None  # the opening went out first
-        out.put(Piece(self._source, self._choice, ArgsDelta(call.index, text, extras)))
+        out.put(Piece(self.source, self.choice, ArgsDelta(call.index, text, extras)))
 
     def hold_opening(self, call: Call, args: str) -> None:
-        call.placeholder = self._opening(call, args)
+        call.placeholder = self.opening(call, args)
 
     def release_opening(self, call: Call, out: Sink, *, without_args: bool) -> None:
         held, call.placeholder = call.placeholder, None
@@ -73,21 +74,21 @@ class CallPieces(ChoiceBase):
 
     # -- the pieces --------------------------------------------------------------------------
 
-    def _opening(self, call: Call, args: str) -> Piece:
+    def opening(self, call: Call, args: str) -> Piece:
         """The opening of a call the driver has identified, with ``args`` as its arguments."""
         assert call.index is not None
         assert call.id is not None
         if not call.from_markup:
             if not call.has_type:
-                self._record(Repair.TYPE_MISSING)
+                self._repairs[Repair.TYPE_MISSING] += 1
             if not call.had_args_key:
-                self._record(Repair.FIRST_DELTA_WITHOUT_ARGUMENTS)
+                self._repairs[Repair.FIRST_DELTA_WITHOUT_ARGUMENTS] += 1
             if isinstance(call.key, int) and call.key != call.index:
-                self._record(Repair.INDEX_OFFSET)
+                self._repairs[Repair.INDEX_OFFSET] += 1
         delta = OpeningDelta(call.index, call.id, call.name, args, call.extras, call.head or None)
         return Piece(call.origin, call.origin_choice, delta)
 
-    def _args_piece(
+    def args_piece(
         self,
         call: Call,
         text: str,
@@ -98,5 +99,10 @@ class CallPieces(ChoiceBase):
         assert call.index is not None  # the opening went out first
         return Piece(source, choice, ArgsDelta(call.index, text, extras))
 
-    def _piece(self, fields: Fields) -> Piece:
-        return Piece(self._source, self._choice, FieldsDelta(fields))
+    def piece(self, fields: Fields) -> Piece:
+        """A delta of ``fields`` in the latest chunk."""
+        return Piece(self.source, self.choice, FieldsDelta(fields))
+
+    def new_call(self, key: int | str | None, ident: str | None, *, markup: bool = False) -> Call:
+        """A call that begins in the latest chunk."""
+        return Call(key, ident, from_markup=markup, origin=self.source, origin_choice=self.choice)

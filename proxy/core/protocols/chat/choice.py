@@ -11,9 +11,12 @@ delta each); chat/normalize.py wraps pieces into chunks. What it does, in order,
    then dropped if it does; markup is still extracted after structured calls.
 3. A finish reason ends every call and is corrected (chat/finish.py).
 
-The layers it is built of, one job each, are listed in chat/choice_base.py. A piece keeps
-the upstream chunk it belongs to (``Source``): held text goes out with the envelope of the
-chunk it came from.
+The choice holds one component a job: its calls (``Calls``, proxy/core/calls/driver.py), the
+pieces they and the text become in the latest chunk's envelope (chat/call_pieces.py, the
+calls' writer), the entries matched to calls (chat/call_matching.py), the markup in its text
+(chat/markup_bridge.py) and the deltas that go out as they came (``hot``, chat/fast.py).
+A piece keeps the upstream chunk it belongs to (``Source``): held text goes out with the
+envelope of the chunk it came from.
 """
 
 from __future__ import annotations
@@ -21,18 +24,47 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
-from proxy.core.calls.state import HELD
-from proxy.core.jsonvalues import JSONObject
-from proxy.core.protocols.chat.deltas import KEPT, FieldsDelta, KeptDelta, with_head
-from proxy.core.protocols.chat.finish import Finishing
-from proxy.core.protocols.chat.pieces import Piece, Sink
+from proxy.core.calls.driver import Calls
+from proxy.core.calls.state import HELD, CallInput
+from proxy.core.jsonvalues import INVALID, JSONObject
+from proxy.core.protocols.chat.call_matching import CallMatching
+from proxy.core.protocols.chat.call_pieces import CallPieces
+from proxy.core.protocols.chat.deltas import (
+    KEPT,
+    NO_FIELDS,
+    Extras,
+    FieldsDelta,
+    KeptDelta,
+    with_head,
+)
+from proxy.core.protocols.chat.fast import HotPaths
+from proxy.core.protocols.chat.finish import attach_finish, read_finish
+from proxy.core.protocols.chat.markup_bridge import MarkupBridge
+from proxy.core.protocols.chat.pieces import Call, Piece, Sink, Source, StreamContext
 from proxy.core.protocols.chat.tooldelta import ToolDelta
 from proxy.core.repairs import Repair
 
 _TEXT_KEYS: Final = ("content", "reasoning_content", "reasoning", "refusal")
 
 
-class ChoiceNormalizer(Finishing):
+class ChoiceNormalizer:
+    """One choice of a stream, chunk by chunk (``process``) to its end (``end_stream``)."""
+
+    __slots__ = ("_calls", "_cut", "_markup", "_matching", "_pieces", "_record", "finished", "hot")
+
+    def __init__(self, stream: StreamContext, source: Source, choice: JSONObject) -> None:
+        self._pieces = pieces = CallPieces(source, choice, stream.repairs)
+        self._calls: Calls[Call, Sink, Extras] = Calls(
+            stream, pieces, coalesce=stream.coalesce, dedupe=stream.dedupe
+        )
+        self._record = self._calls.record
+        self._matching = CallMatching(self._calls, pieces, stream)
+        self._markup = MarkupBridge(self._calls, pieces, stream)
+        #: the deltas that go out as they came, judged without ``process``
+        self.hot = HotPaths(self._calls, self._matching, self._markup, pieces)
+        self.finished: object = None
+        self._cut = False  # a call ended with arguments that are not JSON
+
     def process(
         self,
         choice: JSONObject,
@@ -42,13 +74,14 @@ class ChoiceNormalizer(Finishing):
         """The pieces this chunk sends for this choice; what it releases of older chunks goes
         to the held calls' slots."""
         assert sink.source is not None
-        self._source, self._choice = sink.source, choice
+        pieces = self._pieces
+        pieces.source, pieces.choice = sink.source, choice
         delta = choice.get("delta")
         head: JSONObject | None = None
         if isinstance(delta, dict):
             head = {k: v for k, v in delta.items() if k != "tool_calls"}
-            if self._extracting:
-                self._extract_text(head, sink)
+            if self._markup.extracting:
+                self._markup.extract_text(head, sink)
             if tool is not None:
                 entries, found = tool
                 for repair in found:
@@ -56,23 +89,27 @@ class ChoiceNormalizer(Finishing):
                 # markup after structured calls is still extracted (llama.cpp parses the
                 # first call and leaves the next as text); a copy of a structured call is
                 # dropped instead (calls/repeats.py)
-                self._entries(entries, sink)
-        finish = self._read_finish(choice.get("finish_reason"))
+                self._matching.entries(entries, sink)
+        finish = read_finish(choice.get("finish_reason"), self._record)
         if finish is not None:
             self._end_all(sink, complete=finish != "length")
             if finish == "stop" and self._calls.sent:
                 finish = self._calls_finish(Repair.FINISH_STOP_WITH_CALLS)
-        pieces = self._with_head(head, sink, delta)
+        out = self._with_head(head, sink, delta)
         if finish is not None:
-            self._attach_finish(finish, pieces, delta, had_calls=bool(tool and tool[0]))
+            had_calls = bool(tool and tool[0])
+            attach_finish(
+                finish, out, sink.source, choice, delta, had_calls=had_calls, record=self._record
+            )
             self.finished = finish
-        return pieces
+        return out
 
     def _with_head(self, head: JSONObject | None, sink: Sink, delta: object) -> list[Piece]:
         """Put the delta's other fields (role, text, unknown ones) in front of the pieces."""
         own = sink.own
+        pieces = self._pieces
         if head is None:  # no delta at all (Q29), or not an object: keep it as it is
-            return own or [Piece(self._source, self._choice, KEPT)]
+            return own or [Piece(pieces.source, pieces.choice, KEPT)]
         if not own:
             held = [call for call in sink.holding if call.state in HELD]  # not DROPPED
             if head and not _has_text(head) and held:
@@ -85,7 +122,7 @@ class ChoiceNormalizer(Finishing):
                         placeholder, delta=with_head(placeholder.delta, head)
                     )
                 return own
-            return [self._piece(head)] if head or not delta else own
+            return [pieces.piece(head)] if head or not delta else own
         if not head:
             return own
         first = own[0]
@@ -93,9 +130,46 @@ class ChoiceNormalizer(Finishing):
         if not isinstance(first.delta, FieldsDelta) and _has_text(head):
             # rule 5: text never shares a delta with a tool-call entry; the text goes first
             self._record(Repair.CONTENT_BESIDE_TOOL_CALLS)
-            return [self._piece(head), *own]
+            return [pieces.piece(head), *own]
         own[0] = replace(first, delta=with_head(first.delta, head))
         return own
+
+    # -- the end of the stream ---------------------------------------------------------------
+
+    def end_stream(self, sink: Sink, *, complete: bool, synthesize: bool) -> None:
+        """Send everything held; with ``synthesize``, the finish chunk the upstream never sent."""
+        self._end_all(sink, complete=complete)
+        if synthesize and self._calls.sent and self.finished is None:
+            self._record(Repair.NO_FINISH_CHUNK)
+            finish = self._calls_finish(None)
+            pieces = self._pieces
+            sink.late.append(Piece(pieces.source, pieces.choice, FieldsDelta(NO_FIELDS), finish))
+            self.finished = finish
+
+    def _calls_finish(self, repair: Repair | None) -> str:
+        """The finish the proxy writes for calls the upstream did not finish as such: ``length``
+        for a call cut off, so that no client runs it; else ``tool_calls`` (counted as
+        ``repair``). Known once the calls have ended (``_end_all``)."""
+        if self._cut or self._markup.cut:
+            self._record(Repair.ARGS_TRUNCATED)
+            return "length"
+        if repair is not None:
+            self._record(repair)
+        return "tool_calls"
+
+    def _end_all(self, sink: Sink, *, complete: bool) -> None:
+        self._markup.stop(sink)
+        calls = self._calls
+        for call in calls.records:
+            calls.input(call, CallInput.END, "", sink, complete=complete)
+        for _ in range(calls.repeats.count(calls.records)):
+            self._record(Repair.CALL_DUPLICATED)
+        for call in calls.records:
+            if call.args:
+                if complete and call.args.complete() is INVALID:
+                    self._record(Repair.ARGS_NOT_JSON)  # Q18: seen, not repairable
+                    self._cut = True
+                calls.forget(call)
 
 
 def _has_text(delta: JSONObject) -> bool:

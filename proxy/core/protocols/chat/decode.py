@@ -3,8 +3,7 @@
 The decoder reads what the chat normalizer writes: chunks whose tool calls are already
 canonical (an opening entry with index, id and name, then argument fragments; a finish
 reason after the calls). So it only translates; it repairs nothing. One choice is read: a
-translated request never asks for more than one (choices other than 0 are counted in
-``ignored`` and otherwise left out).
+translated request never asks for more than one (choices other than 0 are left out).
 
 A call is closed when the stream's finish comes, not when the next call opens: chat allows
 the arguments of two calls to interleave, and the events keep that order for the encoder to
@@ -46,14 +45,12 @@ class ChatDecoder:
         self._ended = False
         self._calls: dict[object, int] = {}  # the chunk's tool-call index -> the event index
         self._open: list[int] = []  # event indexes of calls not closed yet, in opening order
-        self.ignored = 0  #: data events that were not a chunk this decoder reads
 
     def feed_event(self, event: Event) -> list[StreamEvent]:
         if event.data is None or is_done(event.data):
             return []
         value = loads(event.data)
         if not isinstance(value, dict):
-            self.ignored += 1
             return []
         return self.feed_chunk(value)
 
@@ -64,7 +61,6 @@ class ChatDecoder:
         choices = chunk.get("choices")
         for choice in choices if isinstance(choices, list) else ():
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                self.ignored += 1
                 continue
             self._choice(choice, out)
         self._usage(chunk, out)

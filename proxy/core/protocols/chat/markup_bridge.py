@@ -4,27 +4,64 @@ The text fields (``content``, and ``reasoning_content``/``reasoning`` when asked
 through the dialect extractor (proxy/core/markup/); its segments become text pieces and the
 inputs of a call (open, arguments, close). The text an extractor holds is followed, for the
 stream's cap and to give it back should the extractor fail (fail open: the text goes out as
-text and extraction stops for the choice).
+text and extraction stops for the choice). :class:`MarkupBridge` holds a choice's
+extractors, one a text field, and the call each has open.
 """
 
 from __future__ import annotations
 
 from proxy.core import markup as dialects
+from proxy.core.calls.driver import Calls
 from proxy.core.calls.state import CallInput, closes_whole
 from proxy.core.errors import DialectError
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
-from proxy.core.protocols.chat.call_matching import CallMatching
-from proxy.core.protocols.chat.deltas import FieldsDelta
-from proxy.core.protocols.chat.pieces import Call, Sink
+from proxy.core.protocols.chat.call_pieces import CallPieces
+from proxy.core.protocols.chat.deltas import Extras, FieldsDelta
+from proxy.core.protocols.chat.pieces import Call, Sink, StreamContext
 from proxy.core.repairs import Repair, markup_kind
 
 
-class MarkupBridge(CallMatching):
-    def _extract_text(self, head: JSONObject, sink: Sink) -> None:
-        for key in self._s.extract:
+class MarkupBridge:
+    """Markup in the text fields of one choice, to calls."""
+
+    __slots__ = (
+        "_calls",
+        "_ctx",
+        "_held_text",
+        "_input",
+        "_pieces",
+        "_record",
+        "cut",
+        "extracting",
+        "extractors",
+        "open_calls",
+    )
+
+    def __init__(
+        self, calls: Calls[Call, Sink, Extras], pieces: CallPieces, ctx: StreamContext
+    ) -> None:
+        self._calls = calls
+        self._pieces = pieces
+        self._ctx = ctx
+        self._record = calls.record
+        self._input = calls.input  # bound once: asked on every entry or segment
+        self.extractors: dict[str, Extractor | None] = {}  #: by text field; None: stopped
+        self.open_calls: dict[str, Call | None] = {}  #: by text field: the call its markup has open
+        self._held_text: dict[str, str] = {}  # what an extractor holds, as far as known
+        self.extracting = bool(ctx.extract)
+        self.cut = False  #: a call's markup was still open when its text ended
+
+    @property
+    def markup_call(self) -> Call | None:
+        """The call that markup in the content has open, if any."""
+        return self.open_calls.get("content")
+
+    def extract_text(self, head: JSONObject, sink: Sink) -> None:
+        """Take the calls out of the text fields of ``head`` (a delta without its calls)."""
+        for key in self._ctx.extract:
             text = head.get(key)
-            if not isinstance(text, str) or not text or not self._extracting:
+            if not isinstance(text, str) or not text or not self.extracting:
                 continue
             extractor = self._extractor(key)
             if extractor is None:
@@ -35,7 +72,7 @@ class MarkupBridge(CallMatching):
             except DialectError:
                 self._dialect_failed(key, text, sink)
                 continue
-            self._account(key, text, segments)
+            self.account(key, text, segments)
             self._segments(key, segments, sink)
         # the leading text goes back into the head, where it came from
         if sink.own and isinstance(lead := sink.own[0].delta, FieldsDelta):
@@ -43,14 +80,16 @@ class MarkupBridge(CallMatching):
             head.update(lead.fields)
 
     def _extractor(self, key: str) -> Extractor | None:
-        if key not in self._extractors:
-            names = self._s.dialect_names if key == "content" else self._s.reasoning_dialect_names
-            self._extractors[key] = dialects.build_extractor(names, self._s.tools)
-            self._markup_call[key] = None
+        if key not in self.extractors:
+            names = (
+                self._ctx.dialect_names if key == "content" else self._ctx.reasoning_dialect_names
+            )
+            self.extractors[key] = dialects.build_extractor(names, self._ctx.tools)
+            self.open_calls[key] = None
             self._held_text[key] = ""
-        return self._extractors[key]
+        return self.extractors[key]
 
-    def _account(self, key: str, text: str, segments: list[Segment]) -> None:
+    def account(self, key: str, text: str, segments: list[Segment]) -> None:
         """Follow the text an extractor holds: for the stream's cap, and to give it back if the
         extractor fails. Plain text answers are matched against what was fed; once markup was
         consumed the held part is unknown and counted as nothing (dialects hold little then)."""
@@ -60,29 +99,23 @@ class MarkupBridge(CallMatching):
             held = held[len(returned) :] if held.startswith(returned) else ""
         else:
             held = ""
-        self._s.held += len(held) - len(self._held_text[key])
+        self._ctx.held += len(held) - len(self._held_text[key])
         self._held_text[key] = held
 
     def _segments(self, key: str, segments: list[Segment], sink: Sink) -> None:
         for seg in segments:
-            call = self._markup_call.get(key)
+            call = self.open_calls.get(key)
             match seg:
                 case Text(text=text):
                     if text:
-                        sink.put(self._piece({key: text}))
+                        sink.put(self._pieces.piece({key: text}))
                 case CallOpen(name=name, id=ident):
-                    self._s.repairs[
-                        markup_kind(self._extractors.get(key), self._s.dialect_names)
+                    self._ctx.repairs[
+                        markup_kind(self.extractors.get(key), self._ctx.dialect_names)
                     ] += 1
-                    call = Call(
-                        None,
-                        ident,
-                        from_markup=True,
-                        origin=self._source,
-                        origin_choice=self._choice,
-                    )
+                    call = self._pieces.new_call(None, ident, markup=True)
                     self._calls.records.append(call)
-                    self._markup_call[key] = call
+                    self.open_calls[key] = call
                     self._calls.release_others(call, sink)
                     call.name = name
                     self._input(call, self._calls.naming(call, ""), "", sink)
@@ -90,7 +123,7 @@ class MarkupBridge(CallMatching):
                     if call is not None and text:
                         self._input(call, CallInput.ARGS, text, sink)
                     elif text:  # outside a call (a dialect bug): keep the text as text
-                        sink.put(self._piece({key: text}))
+                        sink.put(self._pieces.piece({key: text}))
                 case CallClose(error=error):
                     if error is not None:
                         self._record(Repair.MARKUP_BROKEN)
@@ -99,24 +132,24 @@ class MarkupBridge(CallMatching):
                         self._calls.send_whole_calls(sink)
                     elif call is not None:
                         self._input(call, CallInput.END, "", sink)
-                    self._markup_call[key] = None
+                    self.open_calls[key] = None
 
-    def _stop_extracting(self, sink: Sink) -> None:
+    def stop(self, sink: Sink) -> None:
         """Close the extractors: the end of the choice."""
-        self._extracting = False
-        for key, extractor in self._extractors.items():
+        self.extracting = False
+        for key, extractor in self.extractors.items():
             if extractor is None:
                 continue
-            self._extractors[key] = None
+            self.extractors[key] = None
             try:
                 segments = extractor.close()
             except DialectError:
                 self._dialect_failed(key, "", sink)
                 continue
-            self._s.held -= len(self._held_text[key])
+            self._ctx.held -= len(self._held_text[key])
             self._held_text[key] = ""
             # a block still open when its text ends closes with an error: the call was cut off
-            self._cut = self._cut or any(
+            self.cut = self.cut or any(
                 isinstance(seg, CallClose) and seg.error is not None for seg in segments
             )
             self._segments(key, segments, sink)
@@ -125,10 +158,10 @@ class MarkupBridge(CallMatching):
         """Fail open: the text the extractor held (as far as known) and the text it choked on
         go out as text, and extraction stops for the choice."""
         self._record(Repair.DIALECT_ERROR)
-        self._extractors[key] = None
+        self.extractors[key] = None
         lost = self._held_text[key] + text
-        self._s.held -= len(self._held_text[key])
+        self._ctx.held -= len(self._held_text[key])
         self._held_text[key] = ""
         if lost:
-            sink.put(self._piece({key: lost}))
-        self._stop_extracting(sink)
+            sink.put(self._pieces.piece({key: lost}))
+        self.stop(sink)

@@ -1,4 +1,5 @@
-"""The normalizer's output (chat/sent.py) as neutral events, for a client of another protocol.
+"""The normalizer's typed output (chat/sent.py) as neutral events, for a client of another
+protocol: the bridge's writer, where a chat client's is ``chat_bytes``.
 
 The events are those :class:`~proxy.core.protocols.chat.decode.ChatDecoder` would read off
 the chat bytes the same output renders to, under its rules (one choice read, choice 0;
@@ -19,8 +20,16 @@ from proxy.core.protocols.chat.chunkshape import ChunkShape
 from proxy.core.protocols.chat.decode import ChatDecoder, started_event
 from proxy.core.protocols.chat.deltas import ArgsDelta, FieldsDelta, KeptDelta, OpeningDelta
 from proxy.core.protocols.chat.pieces import Piece
-from proxy.core.protocols.chat.sent import Own, Passed, Released, Said, Sent
-from proxy.core.sse import is_done, plain_datas
+from proxy.core.protocols.chat.sent import (
+    MarkupArgs,
+    Own,
+    Passed,
+    Released,
+    Said,
+    SaidRead,
+    Sent,
+)
+from proxy.core.sse import Event, is_done, plain_datas
 
 
 class NeutralWriter(ChatDecoder):
@@ -41,26 +50,48 @@ class NeutralWriter(ChatDecoder):
         out = self._events
         for item in sent:
             if isinstance(item, Said):  # the most frequent: a text or fragment repeated
-                if not self._started:
-                    self._started = True
-                    out.append(started_event(item.chunk))
-                if item.key is None:
-                    if item.text:
-                        out.append(TextDelta(item.text))
+                if item.chunk is None:
+                    self._event(item.event, out)
                 else:
-                    self._call(item.key, None, None, item.text, out)
+                    self._said(item.chunk, item.key, item.text, out)
+            elif isinstance(item, SaidRead):
+                if item.chunk is None:
+                    for data in plain_datas(item.data):
+                        self._data(data, out)
+                else:
+                    for text in item.texts:
+                        self._said(item.chunk, item.key, text, out)
+            elif isinstance(item, MarkupArgs):
+                self._own(item.chunk.with_args(item.text), out)
             elif isinstance(item, Passed):
                 if item.chunk is not None:
                     out += self.feed_chunk(item.chunk)
-                elif item.event.data is not None:
-                    self._data(item.event.data, out)
+                else:
+                    self._event(item.event, out)
             elif isinstance(item, Own):
                 self._own(item, out)
             elif isinstance(item, Released):
                 self._released(item.piece, out)
-            else:
+            elif isinstance(item, Event):
+                self._event(item, out)
+            elif isinstance(item, bytes):
                 for data in plain_datas(item):
                     self._data(data, out)
+            # RawBytes: no event (the end cut inside one, or past the event limit)
+
+    def _said(self, chunk: JSONObject, key: int | None, text: str, out: list[StreamEvent]) -> None:
+        if not self._started:
+            self._started = True
+            out.append(started_event(chunk))
+        if key is None:
+            if text:
+                out.append(TextDelta(text))
+        else:
+            self._call(key, None, None, text, out)
+
+    def _event(self, event: Event, out: list[StreamEvent]) -> None:
+        if event.data is not None:
+            self._data(event.data, out)
 
     def _data(self, data: bytes, out: list[StreamEvent]) -> None:
         if self._text is not None and (text := self._text.text(data)) is not None:
@@ -73,8 +104,6 @@ class NeutralWriter(ChatDecoder):
         if isinstance(value, dict):
             out += self.feed_chunk(value)
             self._text = _text_shape(data, value)
-        else:
-            self.ignored += 1
 
     def _own(self, sent: Own, out: list[StreamEvent]) -> None:
         # as render_own builds them: chunk k holds piece k of every choice; the usage goes
@@ -101,7 +130,6 @@ class NeutralWriter(ChatDecoder):
     def _piece(self, piece: Piece, out: list[StreamEvent]) -> None:
         choice = piece.choice
         if choice.get("index", 0) != 0:
-            self.ignored += 1
             return
         delta = piece.delta
         if isinstance(delta, ArgsDelta):

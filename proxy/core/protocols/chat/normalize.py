@@ -1,13 +1,15 @@
 """The streaming tool-call normalizer: SSE events of a chat completion in, client bytes out.
 
-The aiohttp shell feeds every item of proxy.core.sse's decoder to :meth:`StreamNormalizer.feed`
-and writes what comes back, in order; at the end it calls :meth:`StreamNormalizer.close`.
-Nothing here does I/O, keeps a clock or draws random numbers (ids come from ``new_id``).
-For a client of another protocol the output is neutral events instead (chat/output.py).
+The core's chat stream (chat/sse_stream.py) feeds every item of proxy.core.sse's decoder to
+:meth:`StreamNormalizer.feed`, and at the end calls :meth:`StreamNormalizer.close`. What comes
+back is typed output (chat/sent.py), in order, which one of two writers consumes: chat bytes
+for a chat client (``chat_bytes``), neutral events for a client of another protocol
+(chat/neutral.py, through proxy/core/bridge.py). Nothing here does I/O, keeps a clock or
+draws random numbers (ids come from ``new_id``).
 
 Rules kept at this level (the per-choice work is in chat/choice.py, the client's chunks are
-built in chat/render.py, and the chunk shapes of the hot paths are kept in
-chat/shape_repeats.py):
+built in chat/render.py, and the fast paths, with the chunk shapes they keep, are
+chat/fast.py's, all off with ``fast=False``):
 
 * An event that cannot carry tool calls, a finish reason to correct, text to extract or an
   envelope to repair goes out as its original bytes, found by byte checks before any parsing.
@@ -54,11 +56,9 @@ from proxy.core.options import RequestInfo, UpstreamOptions
 from proxy.core.protocols.chat.choice import ChoiceNormalizer
 from proxy.core.protocols.chat.chunks import envelope_unsure, envelopes_sure, interest_pattern
 from proxy.core.protocols.chat.completion import normalize_completion
-from proxy.core.protocols.chat.output import Output
+from proxy.core.protocols.chat.fast import MarkupRepeat, ShapeRepeat
 from proxy.core.protocols.chat.pieces import Piece, Sink, Slot, Source, StreamContext
-from proxy.core.protocols.chat.render import render_own
-from proxy.core.protocols.chat.sent import Own, Sent
-from proxy.core.protocols.chat.shape_repeats import MarkupRepeat, ShapeRepeat
+from proxy.core.protocols.chat.sent import Own, Passed, Released, Sent, own_sent, size
 from proxy.core.protocols.chat.tooldelta import read_choices
 from proxy.core.repairs import Repair
 from proxy.core.sse import DONE, Event, RawBytes, encode_event, plain_data
@@ -72,16 +72,28 @@ __all__ = [
 _REASONING_KEYS: Final = ("reasoning_content", "reasoning")
 
 
-class StreamNormalizer(Output):
+class StreamNormalizer:
     """One streamed response. ``repairs`` counts what was changed, by kind (proxy.core.repairs);
     ``dropped_arguments`` lists argument text removed on purpose (a re-sent copy, Q17, or a
-    ``{}`` placeholder), so no byte leaves without a trace."""
+    ``{}`` placeholder), so no byte leaves without a trace. ``fast``: take the fast paths
+    (chat/fast.py and the byte checks here); off, every event is parsed and processed, with
+    the same output."""
 
     def __init__(
-        self, options: UpstreamOptions, request: RequestInfo, *, new_id: Callable[[], str]
+        self,
+        options: UpstreamOptions,
+        request: RequestInfo,
+        *,
+        new_id: Callable[[], str],
+        fast: bool = True,
     ) -> None:
-        super().__init__()  # chat bytes out, unless write_events says otherwise (chat/output.py)
         self.options = options
+        self.fast = fast
+        #: None: what a call that went out keeps for the checks counts toward
+        #: max_held_bytes (a chat client: failing open costs it nothing, the upstream's own
+        #: chat goes on); a limit: it is kept up to that apart (the bridge, which fails the
+        #: response instead of failing open)
+        self.kept_limit: int | None = None
         extract: tuple[str, ...] = ()
         in_reasoning = reasoning_names(options.dialects, options.extract_from_reasoning)
         if options.dialects and request.allows_extraction:
@@ -123,23 +135,23 @@ class StreamNormalizer(Output):
         """Rewriting stopped (the cap, an oversize event): the rest goes out as it came."""
         return self._raw
 
-    def feed(self, item: Event | RawBytes) -> list[bytes]:
-        """The bytes to write to the client for one decoded item, in order."""
+    def feed(self, item: Event | RawBytes) -> list[Sent]:
+        """What to send the client for one decoded item, in order."""
         out = self._feed(item)
         if self._over_cap():
             out += self._give_up()
-        # chat: all it sends is bytes (said so with no cast call, on every event)
-        return out if self._writer is None else self._write(out)  # type: ignore[return-value]
+        return out
 
-    def feed_read(self, data: bytes, events: int) -> list[bytes] | None:
-        """The bytes to write for a read of ``events`` whole one-line data events (``data``,
+    def feed_read(self, data: bytes, events: int) -> list[Sent] | None:
+        """What to send for a read of ``events`` whole one-line data events (``data``,
         counted by :meth:`proxy.core.sse.SSEDecoder.plain_events`) when they can be judged without
         decoding the read; None when its events must be fed one by one.
 
         The judgement is ``feed``'s per event, made over the whole read: byte checks each true
         of the whole only if true of every event, or chunks repeating the shape of one that
         took a hot path (one event at a time for markup arguments, whose extractor moves on
-        with each). The caller does not feed the read after this."""
+        with each). The caller does not feed the read after this. A fast path: asked only
+        with ``fast`` on (chat/sse_stream.py)."""
         if self._queue or self._roles_due or b"[DONE]" in data:
             return None
         out: list[Sent]
@@ -152,8 +164,8 @@ class StreamNormalizer(Output):
             and (sent := self._markup.take(plain_data(data))) is not None
         ):
             out = [sent]
-        elif self._repeat is not None and (texts := self._repeat.take_read(data, events)):
-            out = [data] if self._writer is None else self._said_all(self._repeat.key, texts)
+        elif self._repeat is not None and (said := self._repeat.take_read(data, events)):
+            out = [said]
         elif self._interesting.search(data) is None and envelopes_sure(data, events):
             out = [data]
         else:
@@ -161,7 +173,7 @@ class StreamNormalizer(Output):
         self._data_seen = True
         if self._over_cap():
             out += self._give_up()
-        return out if self._writer is None else self._write(out)  # type: ignore[return-value]
+        return out
 
     @property
     def held_bytes(self) -> int:
@@ -169,19 +181,14 @@ class StreamNormalizer(Output):
         return self._ctx.held + self._queued
 
     def _over_cap(self) -> bool:
-        """What is held outgrew its limit (while rewriting). For a chat client what a call
-        that went out keeps for the checks counts as held: failing open costs it nothing (the
-        upstream's own chat goes on). A client of another protocol (the bridge, which fails
-        the response instead) may keep it up to the response's own limit."""
+        """What is held outgrew its limit (while rewriting; ``kept_limit`` says where what a
+        call that went out keeps for the checks counts)."""
         if self._raw:
             return False
         ctx = self._ctx
-        if self._writer is None:
+        if self.kept_limit is None:
             return ctx.held + ctx.kept + self._queued > self.options.max_held_bytes
-        return (
-            ctx.held + self._queued > self.options.max_held_bytes
-            or ctx.kept > self.options.max_response_body_bytes
-        )
+        return ctx.held + self._queued > self.options.max_held_bytes or ctx.kept > self.kept_limit
 
     def _feed(self, item: Event | RawBytes) -> list[Sent]:
         if isinstance(item, RawBytes):
@@ -190,29 +197,28 @@ class StreamNormalizer(Output):
         if data is None:
             if item.fields and not self._raw:
                 return self._send(self._error_field(item))
-            return self._send([self._as_came(item)])
+            return self._send([item])
         if data[:6] == b"[DONE]" and not data[6:].strip():
             return self._done_event(item)
         self._data_seen = True
         if self._raw:
-            return self._send([self._as_came(item)])
+            return self._send([item])
         if item.event is None:  # the chunk shapes of the hot paths are those of plain events
-            if self._markup is not None and (sent := self._markup.take(data)) is not None:
-                return self._send([sent])
-            if self._repeat is not None and (text := self._repeat.take(data)) is not None:
-                if self._writer is None:
-                    return self._send([item.raw])
-                return self._send([self._said(self._repeat.key, text, len(item.raw))])
+            if self._markup is not None and (args := self._markup.take(data)) is not None:
+                return self._send([args])
+            if self._repeat is not None and (said := self._repeat.take_event(item, data)):
+                return self._send([said])
         if (
-            not self._roles_due
+            self.fast
+            and not self._roles_due
             and self._interesting.search(data) is None
             and not envelope_unsure(data)
         ):
-            return self._send([self._as_came(item)])
+            return self._send([item])
         return self._chunk(item, data)
 
-    def close(self, *, complete: bool) -> list[bytes]:
-        """The bytes that end the stream. ``complete``: the upstream's response ended cleanly."""
+    def close(self, *, complete: bool) -> list[Sent]:
+        """What ends the stream. ``complete``: the upstream's response ended cleanly."""
         if self._closed:
             return []
         self._closed = True
@@ -223,64 +229,58 @@ class StreamNormalizer(Output):
         if complete and not self._done and self._data_seen and ended_well:
             self.repairs[Repair.MISSING_DONE] += 1
             out.append(DONE)
-        return out if self._writer is None else self._write(out)  # type: ignore[return-value]
+        return out
 
     # -- events ------------------------------------------------------------------------------
 
     def _chunk(self, event: Event, data: bytes) -> list[Sent]:
         obj = loads(data)
         if not isinstance(obj, dict) or not writable(obj, data):
-            return self._send([self._kept(event, obj if isinstance(obj, dict) else None)])
+            return self._send([Passed(event, obj if isinstance(obj, dict) else None)])
         if "error" in obj:
             self._error_seen = True
         choices = obj.get("choices")
         if not isinstance(choices, list):
-            return self._send([self._kept(event, obj)])
+            return self._send([Passed(event, obj)])
         if self._repair_envelope(obj, choices):
             # from here on the repaired chunk stands for the upstream's
             data = dumps(obj)
             event = replace(event, raw=encode_event(data, event=event.event), data=data)
         if not choices:
-            return self._send([self._kept(event, obj)])
+            return self._send([Passed(event, obj)])
         source = Source(event, obj)
         only = choices[0] if len(choices) == 1 else None
-        if isinstance(only, dict):
+        if isinstance(only, dict) and self.fast:
             index = only.get("index", 0)
             known = self._choices.get(index) if type(index) is int else None
-            if known is not None and known.take_plain_text(only, source):
+            if known is not None and known.hot.take_plain_text(only, source):
                 text = only["delta"]["content"]
-                repeats = self._repeats(obj, only)
-                self._repeat = (
-                    ShapeRepeat.of(event, data, known, b"content", text) if repeats else None
-                )
-                return self._send([self._kept(event, obj)])
-            if known is not None and known.take_canonical_fragment(only, source):
+                self._repeat = ShapeRepeat.of(event, data, obj, known.hot, b"content", text)
+                return self._send([Passed(event, obj)])
+            if known is not None and known.hot.take_canonical_fragment(only, source):
                 [entry] = only["delta"]["tool_calls"]
                 text, key = entry["function"]["arguments"], entry["index"]
-                repeats = self._repeats(obj, only)
-                self._repeat = (
-                    ShapeRepeat.of(event, data, known, b"arguments", text, key) if repeats else None
-                )
-                return self._send([self._kept(event, obj)])
-            if known is not None and (markup := known.take_markup_args(only, source)) is not None:
+                hot = known.hot
+                self._repeat = ShapeRepeat.of(event, data, obj, hot, b"arguments", text, key)
+                return self._send([Passed(event, obj)])
+            if (
+                known is not None
+                and (markup := known.hot.take_markup_args(only, source)) is not None
+            ):
                 text = only["delta"]["content"]
-                if self._writer is not None:
-                    sent = Own(source, choices, [markup])
-                    self._markup = MarkupRepeat.of_pieces(event, data, text, sent, known)
-                    return self._send([sent])
-                out = render_own(source, choices, [markup])
-                self._markup = MarkupRepeat.of(event, data, text, out, known)
-                return self._send(list(out))
+                sent = Own(source, choices, [markup])
+                self._markup = MarkupRepeat.of(event, data, text, sent, known.hot)
+                return self._send([sent])
         reads = read_choices(choices)
         if reads is None:
-            return self._send([self._kept(event, obj)])
+            return self._send([Passed(event, obj)])
         own: list[list[Piece]] = []
         slots: list[Slot] = []
         for position, (choice, tool) in enumerate(zip(choices, reads, strict=True)):
             sink = Sink(source)
             own.append(self._choice(choice, position, source).process(choice, tool, sink))
             slots += sink.new_slots()
-        return self._send(self._own(source, choices, own), slots)
+        return self._send(own_sent(source, choices, own), slots)
 
     def _repair_envelope(self, chunk: JSONObject, choices: list[object]) -> bool:
         """Name the chunk a ``chat.completion.chunk`` (openai-python's stream helper drops any
@@ -329,7 +329,7 @@ class StreamNormalizer(Output):
         if not self._queue and not slots:
             return out
         self._queue.extend(out)
-        self._queued += sum(map(len, out))
+        self._queued += sum(map(size, out))
         if slots:
             self._queue.extend(slots)
         sent: list[Sent] = []
@@ -339,10 +339,10 @@ class StreamNormalizer(Output):
             if isinstance(head, Slot):
                 if not head.done:
                     break
-                sent += [self._released(piece) for piece in head.pieces]
+                sent += [Released(piece) for piece in head.pieces]
             else:
                 sent.append(head)
-                self._queued -= len(head)
+                self._queued -= size(head)
             queue.popleft()
         return sent
 
@@ -357,13 +357,13 @@ class StreamNormalizer(Output):
     def _done_event(self, event: Event) -> list[Sent]:
         out = [] if self._raw else self._end(complete=True)
         self._done = True
-        return out + self._send([self._as_came(event)])
+        return out + self._send([event])
 
     def _error_field(self, event: Event) -> list[Sent]:
         """Q30: llama.cpp reports errors in an ``error:`` field, which SSE clients ignore."""
         values = [value for name, value in event.fields if name == "error"]
         if not values:
-            return [self._as_came(event)]
+            return [event]
         text = "\n".join(values)
         payload = loads(text)
         if payload is INVALID:
@@ -371,9 +371,7 @@ class StreamNormalizer(Output):
         self.repairs[Repair.ERROR_FIELD] += 1
         self._error_seen = True
         chunk = {"error": payload}
-        return [
-            self._kept(replace(event, raw=encode_event(dumps(chunk), event=event.event)), chunk)
-        ]
+        return [Passed(replace(event, raw=encode_event(dumps(chunk), event=event.event)), chunk)]
 
     def _raw_bytes(self, item: RawBytes) -> list[Sent]:
         out = [] if self._raw else self._end(complete=False)
@@ -383,8 +381,7 @@ class StreamNormalizer(Output):
             self._raw = self._blind = True
         else:
             self._tail = True
-        if self._writer is None:  # the bridge reads no event off bytes that are none
-            out.append(item.raw)
+        out.append(item)  # no event: the bridge reads none off it
         return out
 
     def _give_up(self) -> list[Sent]:
@@ -401,4 +398,4 @@ class StreamNormalizer(Output):
             sink = Sink(None)
             self._choices[key].end_stream(sink, complete=complete, synthesize=synthesize)
             late += sink.late
-        return self._send([self._released(piece) for piece in late])
+        return self._send([Released(piece) for piece in late])

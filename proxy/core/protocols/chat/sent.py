@@ -1,89 +1,145 @@
-"""What the normalizer sends, before it is chat bytes: for a client of another protocol.
+"""What the stream normalizer sends: typed values, before they are chat bytes or events.
 
-A chat client gets the normalizer's output as chunk bytes (chat/render.py). A client of
-another protocol (proxy/core/bridge.py) gets neutral events instead, and building them from
-the chat bytes would render every chunk only to parse it again. So there the normalizer
-sends these values in place of bytes, and chat/neutral.py reads the events off them: an
-upstream event that goes out as it came (its chunk, where the normalizer parsed it), or the
-typed pieces of a chunk of the proxy's own.
+The normalizer returns these for every event; two writers consume them. A chat client's
+stream writes them as chat bytes (:func:`chat_bytes`), a client of another protocol's
+(proxy/core/bridge.py) reads neutral events off them (chat/neutral.py) without the chat bytes
+being made: an upstream event that goes out as it came (its chunk, where the normalizer
+parsed it), the typed pieces of a chunk of the proxy's own, or a chunk that repeats the
+bytes of an earlier one around another text (chat/fast.py).
 
 Held output waits in the normalizer's queue behind a held call, and the cap counts what
 waits there in bytes; ``len`` of each value is the length of the chat bytes it stands for,
-so the cap gives way at the same byte on both paths. It is asked only of what waits.
+so the cap gives way at the same byte for both writers. It is asked only of what waits.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple, cast
 
 from proxy.core.jsonvalues import JSONObject
+from proxy.core.protocols.chat.chunkshape import ChunkShape
 from proxy.core.protocols.chat.deltas import ArgsDelta
 from proxy.core.protocols.chat.pieces import Piece, Source
 from proxy.core.protocols.chat.render import render_own, render_released
-from proxy.core.sse import Event
+from proxy.core.sse import Event, RawBytes
 
 
-@dataclass(frozen=True, slots=True)
 class Passed:
-    """An upstream event the chat client would get as it came; ``chunk``: its data, parsed
-    (None: the normalizer judged it without parsing)."""
+    """An upstream event a chat client gets as it came; ``chunk``: its data, as parsed."""
 
-    event: Event
-    chunk: JSONObject | None = None
+    __slots__ = ("chunk", "event")
+
+    def __init__(self, event: Event, chunk: JSONObject | None) -> None:
+        self.event = event
+        self.chunk = chunk
 
     def __len__(self) -> int:
         return len(self.event.raw)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(eq=False, slots=True)
 class Own:
     """The chunks an upstream chunk sends itself: piece k of every choice in chunk k
-    (``render_own``'s arguments)."""
+    (``render_own``'s arguments). Rendered once, when first asked."""
 
     source: Source
     choices: list[JSONObject]
     own: list[list[Piece]]
+    _chat: list[bytes] | None = field(default=None, repr=False)
+    _args: ChunkShape | None = field(default=None, repr=False)
+
+    def chat(self) -> list[bytes]:
+        if self._chat is None:
+            self._chat = render_own(self.source, self.choices, self.own)
+        return self._chat
 
     def __len__(self) -> int:
-        return sum(map(len, render_own(self.source, self.choices, self.own)))
+        return sum(map(len, self.chat()))
 
     def with_args(self, text: str) -> Own:
         """The same chunk with ``text`` for the arguments of its one piece (an argument
-        delta of a call in markup: chat/shape_repeats.py ``MarkupRepeat``)."""
+        delta of a call in markup: ``MarkupArgs``)."""
         [[piece]] = self.own
         assert isinstance(piece.delta, ArgsDelta)
         delta = replace(piece.delta, text=text)
         return Own(self.source, self.choices, [[replace(piece, delta=delta)]])
 
+    def args_chat(self, text: str) -> bytes:
+        """``with_args(text)`` as chat bytes: this chunk's bytes around another argument
+        text, rendered only once for every text."""
+        if self._args is None:
+            [[piece]] = self.own
+            assert isinstance(piece.delta, ArgsDelta)
+            [chunk] = self.chat()
+            self._args = ChunkShape.around(chunk, b"arguments", piece.delta.text)
+        if self._args is None:  # not spelled as orjson spells it: rendered for this text
+            [chunk] = self.with_args(text).chat()
+            return chunk
+        return self._args.with_text(text)
 
-@dataclass(frozen=True, slots=True)
+
 class Released:
     """A piece sent after its chunk, in that chunk's envelope (``render_released``'s)."""
 
-    piece: Piece
+    __slots__ = ("_chat", "piece")
+
+    def __init__(self, piece: Piece) -> None:
+        self.piece = piece
+        self._chat: bytes | None = None
+
+    def chat(self) -> bytes:
+        if self._chat is None:
+            self._chat = render_released(self.piece)
+        return self._chat
 
     def __len__(self) -> int:
-        return len(render_released(self.piece))
+        return len(self.chat())
 
 
-@dataclass(frozen=True, slots=True)
-class Said:
-    """An upstream chunk that repeats the bytes of ``chunk`` (which went out as it came, and
-    says nothing but one text) around another ``text``: ``chunk``'s events with that text
-    (chat/shape_repeats.py). ``key``: the call's index in the chunk, for argument text;
-    None for content."""
+class Said(NamedTuple):
+    """An upstream event that repeats the bytes of an earlier chunk that went out as it came,
+    around another ``text`` (chat/fast.py): it goes out as it came too. ``chunk``: that
+    earlier chunk when its one event beside ``Started`` is its text (then so is this one's:
+    ``key`` the call's index for argument text, None for content); else None (the event is
+    read off its data). A tuple: one is made an event (chat/fast.py)."""
 
-    chunk: JSONObject
+    chunk: JSONObject | None
     key: int | None
     text: str
-    size: int  #: the event's bytes where it may wait in the queue (0 in a read judged whole)
+    event: Event
+
+
+class SaidRead(NamedTuple):
+    """A read of whole one-line data events, each a ``Said`` of the same chunk: the read as it
+    came (``data``), and the text of each event. A tuple, as ``Said``: one a read."""
+
+    chunk: JSONObject | None
+    key: int | None
+    texts: list[str]
+    data: bytes
+
+
+class MarkupArgs:
+    """An upstream event that repeats the bytes of a chunk whose markup arguments became an
+    argument delta (``chunk``, the proxy's), around another ``text``: that delta with it."""
+
+    __slots__ = ("chunk", "text")
+
+    def __init__(self, chunk: Own, text: str) -> None:
+        self.chunk = chunk
+        self.text = text
+
+    def chat(self) -> bytes:
+        return self.chunk.args_chat(self.text)
 
     def __len__(self) -> int:
-        return self.size
+        return len(self.chat())
 
 
-#: bytes: whole one-line data events as they came (a read judged whole, ``[DONE]``)
-Sent = bytes | Said | Passed | Own | Released
+#: bytes: whole one-line data events as they came (a read judged whole, ``[DONE]``); an
+#: Event: an upstream event as it came, unparsed; RawBytes: bytes that are no event
+Sent = bytes | Event | RawBytes | Passed | Own | Released | Said | SaidRead | MarkupArgs
 
 
 def own_sent(source: Source, choices: list[JSONObject], own: list[list[Piece]]) -> list[Sent]:
@@ -93,3 +149,46 @@ def own_sent(source: Source, choices: list[JSONObject], own: list[list[Piece]]) 
         source.silent = True
         return []
     return [Own(source, choices, own)]
+
+
+def size(sent: Sent) -> int:
+    """The length of the chat bytes ``sent`` stands for."""
+    if isinstance(sent, Event | RawBytes):
+        return len(sent.raw)
+    if isinstance(sent, Said):
+        return len(sent.event.raw)
+    if isinstance(sent, SaidRead):
+        return len(sent.data)
+    return len(sent)
+
+
+def chat_bytes(sent: list[Sent]) -> list[bytes]:
+    """The chat client's writer: the normalizer's output as the bytes it sends, in order."""
+    if len(sent) == 1:  # most reads: one value, which went out as it came
+        item = sent[0]
+        if type(item) is bytes:
+            return cast("list[bytes]", sent)
+        if type(item) is SaidRead:
+            return [item.data]
+    out: list[bytes] = []
+    for item in sent:
+        # asked of every value: the most frequent first, each by its exact type
+        if type(item) is bytes:
+            out.append(item)
+        elif type(item) is Event:
+            out.append(item.raw)
+        elif type(item) is SaidRead:
+            out.append(item.data)
+        elif type(item) is MarkupArgs:
+            out.append(item.chunk.args_chat(item.text))
+        elif type(item) is Said or type(item) is Passed:
+            out.append(item.event.raw)
+        elif type(item) is Released:
+            out.append(item.chat())
+        elif type(item) is Own:
+            out += item.chat()
+        elif type(item) is RawBytes:
+            out.append(item.raw)
+        else:
+            raise AssertionError(f"no chat bytes for {item!r}")
+    return out

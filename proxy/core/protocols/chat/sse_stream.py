@@ -1,18 +1,25 @@
 """A streamed chat completion's body through the core: upstream bytes in, client bytes out.
 
 The SSE decoder (proxy/core/sse.py) cuts the bytes into events and the normalizer
-(chat/normalize.py) rewrites them. Most reads of most streams need nothing: text deltas of
-a request that offered no tools, a canonical stream's chunks, text or argument deltas that
-repeat the bytes of one that took a hot path. Such a read, when it is whole one-line data
-events that the normalizer can judge without decoding them (``feed_read``), goes out as the
-very bytes object that came in (or, for markup arguments, as the one event they become),
-without an Event made or a chunk parsed; the decoder's and the normalizer's states after it
-are what feeding it would have left.
+(chat/normalize.py) rewrites them into its typed output (chat/sent.py), which
+:meth:`ChatSSEStream.feed` writes as chat bytes (``chat_bytes``); the bridge reads the same
+output as neutral events instead (``feed_sent``, proxy/core/bridge.py).
+
+Most reads of most streams need nothing: text deltas of a request that offered no tools, a
+canonical stream's chunks, text or argument deltas that repeat the bytes of one that took a
+hot path. Such a read, when it is whole one-line data events that the normalizer can judge
+without decoding them (``feed_read``, a fast path: off with the normalizer's ``fast``), goes
+out as the very bytes object that came in (or, for markup arguments, as the one event they
+become), without an Event made or a chunk parsed; the decoder's and the normalizer's states
+after it are what feeding it would have left.
 """
 
 from __future__ import annotations
 
+from typing import cast
+
 from proxy.core.protocols.chat.normalize import StreamNormalizer
+from proxy.core.protocols.chat.sent import SaidRead, Sent, chat_bytes
 from proxy.core.sse import SSEDecoder
 
 
@@ -33,17 +40,49 @@ class ChatSSEStream:
         return self.normalizer.held_bytes
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        """The bytes to write to the client for one upstream read, in order.
-
-        A read need not end where an event does (an unthrottled upstream's reads rarely do):
-        the end of an event an earlier read began, and the start of one the next read ends,
-        are decoded; the whole events between them may still go out whole."""
-        decoded, plain, count, rest = self._decoder.whole_events(chunk)
-        if count and not decoded and not rest:  # the usual read: whole events, nothing else
-            fast = self.normalizer.feed_read(plain, count)
-            return self._decode(plain) if fast is None else fast
+        """The bytes to write to the client for one upstream read, in order (``feed_sent``'s
+        output written as chat bytes; its first case asked here, one call less a read)."""
         normalizer = self.normalizer
-        out = [b for item in decoded for b in normalizer.feed(item)]
+        if not normalizer.fast:
+            return chat_bytes(self._decode(chunk))
+        events = self._decoder.plain_events(chunk)
+        if events:
+            fast = normalizer.feed_read(chunk, events)
+            if fast is None:
+                return chat_bytes(self._decode(chunk))
+            if len(fast) == 1:  # the read as it came (the writer's first two cases)
+                first = fast[0]
+                if type(first) is bytes:
+                    return cast("list[bytes]", fast)
+                if type(first) is SaidRead:
+                    return [first.data]
+            return chat_bytes(fast)
+        return chat_bytes(self._cut(chunk))
+
+    def close(self, *, complete: bool) -> list[bytes]:
+        """The bytes that end the stream (what the decoder and normalizer held, the missing
+        finish and ``[DONE]``); ``complete``: the upstream's body ended cleanly."""
+        return chat_bytes(self.close_sent(complete=complete))
+
+    def feed_sent(self, chunk: bytes) -> list[Sent]:
+        """The normalizer's output for one upstream read, in order."""
+        normalizer = self.normalizer
+        if not normalizer.fast:
+            return self._decode(chunk)
+        events = self._decoder.plain_events(chunk)
+        if events:  # the usual read, whole events that need no cutting (nor a call to cut)
+            fast = normalizer.feed_read(chunk, events)
+            return self._decode(chunk) if fast is None else fast
+        return self._cut(chunk)
+
+    def _cut(self, chunk: bytes) -> list[Sent]:
+        """A read that is not whole one-line events: it need not end where an event does (an
+        unthrottled upstream's reads rarely do). The end of an event an earlier read began,
+        and the start of one the next read ends, are decoded; the whole events between them
+        may still go out whole (the decoder's ``whole_events``, one call)."""
+        normalizer = self.normalizer
+        decoded, plain, count, rest = self._decoder.whole_events(chunk)
+        out = [sent for item in decoded for sent in normalizer.feed(item)]
         if count:
             fast = normalizer.feed_read(plain, count)
             out += self._decode(plain) if fast is None else fast
@@ -51,12 +90,11 @@ class ChatSSEStream:
             out += self._decode(rest)
         return out
 
-    def _decode(self, data: bytes) -> list[bytes]:
-        normalizer = self.normalizer
-        return [out for item in self._decoder.feed(data) for out in normalizer.feed(item)]
-
-    def close(self, *, complete: bool) -> list[bytes]:
-        """The bytes that end the stream (what the decoder and normalizer held, the missing
-        finish and ``[DONE]``); ``complete``: the upstream's body ended cleanly."""
-        out = [b for item in self._decoder.close() for b in self.normalizer.feed(item)]
+    def close_sent(self, *, complete: bool) -> list[Sent]:
+        """The normalizer's output that ends the stream."""
+        out = [sent for item in self._decoder.close() for sent in self.normalizer.feed(item)]
         return out + self.normalizer.close(complete=complete)
+
+    def _decode(self, data: bytes) -> list[Sent]:
+        normalizer = self.normalizer
+        return [sent for item in self._decoder.feed(data) for sent in normalizer.feed(item)]

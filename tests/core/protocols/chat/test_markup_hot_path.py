@@ -1,10 +1,15 @@
 """The hot path of a call streamed out of markup sends what the full path would, byte for
-byte, and counts the same held text: ``ChoiceNormalizer.take_markup_args`` on a parsed chunk,
-and a later chunk that repeats its bytes around another text without being parsed.
+byte, and counts the same held text: ``HotPaths.take_markup_args`` (chat/fast.py) on a
+parsed chunk, and a later chunk that repeats its bytes around another text without being
+parsed.
 
-Each stream is normalized twice, once as it is and once with the hot path refusing every
-chunk (so that ``process`` handles them all, and no chunk is taken for a repeat); the
-client's bytes must be the same. Streams are written as servers write them (compact JSON, in
+Each stream is normalized three times: as it is, with the markup hot path refusing every
+chunk (so that ``process`` handles them all, and no chunk is taken for a markup repeat), and
+with every fast path off (``fast=False``); the client's bytes must be the same, and the text
+counted as held the same as with the markup hot path refused. (Not as with every fast path
+off: a plain content delta after a markup block closed takes the content hot path, which
+leaves the text the extractor held counted until a later delta, where ``process`` lets it go
+at once; tests/core/protocols/chat/test_fast_paths.py holds the bytes and the cap's byte.) Streams are written as servers write them (compact JSON, in
 which repeats are recognised) and with spaces (in which they are not).
 """
 
@@ -18,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.core.protocols.chat.choice import ChoiceNormalizer
+from proxy.core.protocols.chat.fast import HotPaths
 from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from tests.core.markup.helpers import tokens
@@ -35,9 +40,11 @@ def compact(body: bytes) -> bytes:
     return out
 
 
-def drive(body: bytes, group: int) -> tuple[bytes, list[int]]:
+def drive(body: bytes, group: int, *, fast: bool = True) -> tuple[bytes, list[int]]:
     """The client's bytes, and the text counted as held after each read (``group`` events)."""
-    normalizer = StreamNormalizer(ON, RequestInfo.from_body(TOOLS), new_id=counting_ids())
+    normalizer = StreamNormalizer(
+        ON, RequestInfo.from_body(TOOLS), new_id=counting_ids(), fast=fast
+    )
     rewriter = ChatSSEStream(normalizer)
     out: list[bytes] = []
     held: list[int] = []
@@ -52,7 +59,7 @@ def both_ways(body: bytes, monkeypatch: pytest.MonkeyPatch, group: int = 1) -> t
     """Check that ``drive`` gives the same with the hot path as without it; how many chunks
     took it, and how many of those were parsed."""
     kept = parsed = 0
-    keep, take = ChoiceNormalizer.keep_markup_args, ChoiceNormalizer.take_markup_args
+    keep, take = HotPaths.keep_markup_args, HotPaths.take_markup_args
 
     def counting_keep(self, call, text):
         nonlocal kept
@@ -67,13 +74,14 @@ def both_ways(body: bytes, monkeypatch: pytest.MonkeyPatch, group: int = 1) -> t
         return pieces
 
     with monkeypatch.context() as patch:
-        patch.setattr(ChoiceNormalizer, "keep_markup_args", counting_keep)
-        patch.setattr(ChoiceNormalizer, "take_markup_args", counting_take)
+        patch.setattr(HotPaths, "keep_markup_args", counting_keep)
+        patch.setattr(HotPaths, "take_markup_args", counting_take)
         fast = drive(body, group)
     with monkeypatch.context() as patch:
-        patch.setattr(ChoiceNormalizer, "take_markup_args", lambda self, choice, source: None)
+        patch.setattr(HotPaths, "take_markup_args", lambda self, choice, source: None)
         slow = drive(body, group)
     assert fast == slow
+    assert drive(body, group, fast=False)[0] == fast[0]
     return kept, parsed
 
 

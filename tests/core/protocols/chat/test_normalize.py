@@ -16,6 +16,7 @@ from proxy.core.ids import IdPool
 from proxy.core.jsonvalues import loads
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
+from proxy.core.protocols.chat.sent import chat_bytes
 from proxy.core.sse import DONE, Event, RawBytes, SSEDecoder
 from proxy.shell.random_ids import new_id_factory
 from tests.support.normalizer import counting_ids, run
@@ -57,12 +58,27 @@ def events(body: bytes) -> list[Event | RawBytes]:
     return decoder.feed(body) + decoder.close()
 
 
-def normalizer(**options: Any) -> StreamNormalizer:
+class Chat:
+    """A normalizer's output as a chat client's stream writes it (chat/sent.py's writer)."""
+
+    def __init__(self, normalizer: StreamNormalizer) -> None:
+        self.normalizer = normalizer
+        self.repairs = normalizer.repairs
+        self.dropped_arguments = normalizer.dropped_arguments
+
+    def feed(self, item: Event | RawBytes) -> list[bytes]:
+        return chat_bytes(self.normalizer.feed(item))
+
+    def close(self, *, complete: bool) -> list[bytes]:
+        return chat_bytes(self.normalizer.close(complete=complete))
+
+
+def normalizer(**options: Any) -> Chat:
     request = options.pop("request", RequestInfo())
-    return StreamNormalizer(UpstreamOptions(**options), request, new_id=counting_ids())
+    return Chat(StreamNormalizer(UpstreamOptions(**options), request, new_id=counting_ids()))
 
 
-def feed_each(n: StreamNormalizer, *bodies: bytes) -> list[list[bytes]]:
+def feed_each(n: Chat, *bodies: bytes) -> list[list[bytes]]:
     """What each upstream event sends at once."""
     out = []
     for body in bodies:
@@ -483,8 +499,10 @@ def test_a_chunk_held_whole_still_sends_its_usage():
 
 
 def test_synthesized_ids_never_repeat_an_upstream_id():
-    n = StreamNormalizer(
-        UpstreamOptions(), RequestInfo(), new_id=iter(["taken0001", "fresh0001"]).__next__
+    n = Chat(
+        StreamNormalizer(
+            UpstreamOptions(), RequestInfo(), new_id=iter(["taken0001", "fresh0001"]).__next__
+        )
     )
     sent = feed_each(
         n, chunk(calls(entry(0, "taken0001", "f", "{}"))), chunk(calls(entry(1, None, "g", "{}")))

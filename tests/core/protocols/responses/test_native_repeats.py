@@ -16,11 +16,11 @@ from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.responses.native.request import NativeRequest
 from proxy.core.protocols.responses.native.stream import NativeStream
 from proxy.core.repairs import Repair
-from tests.support.normalizer import bytewise, random_cuts
 from tests.core.protocols.native_cases import RESPONSES, r_stream
 from tests.core.protocols.responses import variants as v
 from tests.core.protocols.responses.checker import check
 from tests.core.protocols.responses.test_native import WEATHER_TOOLS, summary
+from tests.support.normalizer import bytewise, random_cuts
 
 MARKUP_TWICE = RESPONSES.markup_twice  # one hermes call twice in a message's text
 

@@ -1,0 +1,316 @@
+"""The chat codec's fast paths: the deltas a choice sends as they came, judged without
+``process``, and the chunk shapes later chunks repeat, judged without parsing. All of them
+sit behind one switch (``StreamNormalizer(..., fast=False)`` takes none of them), and a
+property test holds the output with it on to the output with it off, byte for byte
+(tests/core/protocols/chat/test_fast_paths.py).
+
+**Hot paths of a choice.**
+
+Three shapes make up most of a long stream: a canonical argument fragment of an open call, a
+plain content delta in which no markup can start, and content that only continues the
+arguments of a call open in the markup. For each, a check says whether ``process`` would
+send the delta unchanged (or, for markup arguments, as one argument delta) and change
+nothing but the bookkeeping done here. Whether a call's arguments go out as they come is the
+state table's answer (``CallRecord.streams``, kept by calls/driver.py from ``streams_args``),
+not this module's; plain text is no input of any call.
+
+:class:`HotPaths` is a choice's component for them, over the parts of the choice they read
+(its calls, the calls by index, the markup, the latest chunk).
+
+**Repeated shapes.** A chunk whose bytes repeat those of the latest chunk that went out as it
+came (a text or argument delta that needed nothing) around a new string is that chunk with
+another text: it is judged by the text alone, without parsing (chat/chunkshape.py,
+:class:`ShapeRepeat`). Likewise a chunk repeating one whose markup arguments became a
+tool-call delta becomes that delta around the new text (:class:`MarkupRepeat`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from proxy.core.calls.driver import Calls
+from proxy.core.calls.jsontext import complete_json
+from proxy.core.jsonvalues import INVALID, JSONObject
+from proxy.core.markup.base import CallArgs
+from proxy.core.protocols.chat.call_matching import CallMatching
+from proxy.core.protocols.chat.call_pieces import CallPieces
+from proxy.core.protocols.chat.chunkshape import ChunkShape
+from proxy.core.protocols.chat.deltas import Extras
+from proxy.core.protocols.chat.markup_bridge import MarkupBridge
+from proxy.core.protocols.chat.pieces import Call, Piece, Sink, Source
+from proxy.core.protocols.chat.sent import MarkupArgs, Own, Said, SaidRead
+from proxy.core.sse import Event, plain_data, plain_datas
+
+# Said and SaidRead are tuples made once an event or a read: tuple.__new__ makes one without
+# the Python call their constructor and ``_make`` cost
+_new = tuple.__new__
+
+
+class HotPaths:
+    """The deltas of one choice that go out as they came (see above)."""
+
+    __slots__ = (
+        "_by_key",
+        "_calls",
+        "_keep",
+        "_markup",
+        "_matching",
+        "_pieces",
+        "_placeholders",
+        "_suspects",
+    )
+
+    def __init__(
+        self,
+        calls: Calls[Call, Sink, Extras],
+        matching: CallMatching,
+        markup: MarkupBridge,
+        pieces: CallPieces,
+    ) -> None:
+        self._calls = calls
+        self._matching = matching
+        self._by_key = matching.by_key  # the same dict, read on every fragment
+        self._markup = markup
+        self._pieces = pieces
+        # bound once, the same objects the calls keep: asked on every fragment
+        self._keep = calls.keep
+        self._placeholders = calls.placeholders
+        self._suspects = calls.suspects
+
+    def take_canonical_fragment(self, choice: JSONObject, source: Source) -> bool:
+        """The hot path: a canonical argument fragment of a call already open under the same
+        index goes out as it came, with only the bookkeeping ``process`` would do. False when
+        the chunk is anything else; ``process`` then handles it."""
+        entries = _sole_field(choice, "tool_calls")
+        if type(entries) is not list or len(entries) != 1:
+            return False
+        entry = entries[0]
+        if type(entry) is not dict or len(entry) != 2:
+            return False
+        key, function = entry.get("index"), entry.get("function")
+        if type(key) is not int or type(function) is not dict or len(function) != 1:
+            return False
+        text = function.get("arguments")
+        if type(text) is not str or not self.fragment_passes(key, text):
+            return False
+        pieces = self._pieces
+        pieces.source, pieces.choice = source, choice
+        return True
+
+    def fragment_passes(self, key: int, text: str) -> bool:
+        """The rest of ``take_canonical_fragment`` once the chunk's shape is known to be right:
+        whether argument ``text`` under ``key`` continues an open call as it came, and if so
+        its bookkeeping. Called directly for chunks that repeat the shape of one that took the
+        hot path (chat/chunkshape.py), whose envelope is then the same."""
+        call = self.fragment_call(key, text)
+        if call is None:
+            return False
+        self.keep_fragment(call, text)
+        return True
+
+    def fragment_call(self, key: int, text: str) -> Call | None:
+        """The open call that argument ``text`` under ``key`` continues as it came; None when
+        the fragment needs ``process``. Changes nothing."""
+        call = self._by_key.get(key)
+        if (
+            call is None
+            or not call.streams  # the table: its arguments are not sent as they come
+            or call.index != key
+            or complete_json(text) is not INVALID  # maybe a re-sent copy (Q17)
+            or self._placeholders
+            or self._suspects  # another call moving on settles them (``release_others``)
+        ):
+            return None
+        return call
+
+    def keep_fragment(self, call: Call, text: str) -> None:
+        self._matching.last = call
+        self._keep(call, text)
+
+    def take_plain_text(self, choice: JSONObject, source: Source) -> bool:
+        """The hot path of a stream that offered tools: a delta of nothing but ``content``, in
+        which no markup can start, goes out as it came. ``process`` would give the text back
+        unchanged and change no state but the latest chunk; False sends it there instead."""
+        text = _sole_field(choice, "content")
+        if type(text) is not str or not self.text_passes(text):
+            return False
+        pieces = self._pieces
+        pieces.source, pieces.choice = source, choice
+        return True
+
+    def text_passes(self, text: str) -> bool:
+        """The rest of ``take_plain_text`` once the chunk's shape is known to be right: whether
+        content ``text`` goes out as it came (see ``fragment_passes``)."""
+        markup = self._markup
+        if not markup.extracting:
+            return True
+        extractor = markup.extractors.get("content")
+        return extractor is not None and extractor.passes(text)
+
+    def take_markup_args(self, choice: JSONObject, source: Source) -> list[Piece] | None:
+        """The hot path of a call streamed out of markup: a delta of nothing but ``content``
+        that only continues the open call's arguments (``Extractor.args_run``). Its pieces,
+        as ``process`` would give them with the same bookkeeping, without feeding the
+        extractor; None when the chunk is anything else (``process`` then handles it).
+
+        As for a canonical fragment, the state table answers whether the call's arguments go
+        out as they come (``Call.streams``)."""
+        text = _sole_field(choice, "content")
+        call = self._markup.markup_call
+        if type(text) is not str or call is None or not self.keep_markup_args(call, text):
+            return None
+        pieces = self._pieces
+        pieces.source, pieces.choice = source, choice
+        return [pieces.args_piece(call, text, source, choice)]
+
+    @property
+    def markup_call(self) -> Call | None:
+        """The call that markup in the content has open, if any."""
+        return self._markup.markup_call
+
+    def keep_markup_args(self, call: Call, text: str) -> bool:
+        """The rest of ``take_markup_args`` once the chunk's shape is known to be right:
+        whether content ``text`` only continues the arguments of ``call``, the open call of
+        the markup, and if so the text kept with its bookkeeping (else nothing changes).
+        Called directly for chunks that repeat the bytes of one that took the hot path for
+        the same call, whose output is then the same around the text (chat/normalize.py)."""
+        markup = self._markup
+        extractor = markup.extractors.get("content")
+        if (
+            call is not markup.open_calls.get("content")
+            or not call.streams
+            or extractor is None
+            or not markup.extracting
+            or not extractor.args_run(text)
+        ):
+            return False
+        markup.account("content", text, [CallArgs(text)])
+        self._keep(call, text)
+        return True
+
+
+def _sole_field(choice: JSONObject, key: str) -> object:
+    """The delta's ``key`` when it is the delta's only field and the choice does not finish
+    (the shape every hot path starts from); else None."""
+    delta = choice.get("delta")
+    if type(delta) is not dict or len(delta) != 1 or choice.get("finish_reason") is not None:
+        return None
+    return delta.get(key)
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeRepeat:
+    """A chunk that took one of the choice's hot paths, as the shape later chunks repeat: a
+    chunk of the same shape is the same chunk with another text, so only the hot path's
+    checks on the text remain (and the chunk need not be parsed)."""
+
+    shape: ChunkShape
+    hot: HotPaths  # the hot paths of the choice the chunk belongs to
+    key: int | None  # the call's index for an argument fragment; None for content text
+    #: the chunk, when its one event beside ``Started`` is its text (chat/sent.py ``Said``)
+    said: JSONObject | None
+
+    @classmethod
+    def of(
+        cls,
+        event: Event,
+        data: bytes,
+        chunk: JSONObject,
+        hot: HotPaths,
+        field: bytes,
+        text: str,
+        key: int | None = None,
+    ) -> ShapeRepeat | None:
+        shape = ChunkShape.around(data, field, text) if event.event is None else None
+        return None if shape is None else cls(shape, hot, key, _said(chunk))
+
+    def take_event(self, event: Event, data: bytes) -> Said | None:
+        """``event`` (its ``data``) as it came, with its text, when it repeats the shape with a
+        text that takes the hot path (which then does its bookkeeping); else None."""
+        text = self.shape.text(data)
+        if text is None:
+            return None
+        key = self.key
+        if key is None:
+            if not self.hot.text_passes(text):
+                return None
+        elif not self.hot.fragment_passes(key, text):
+            return None
+        return _new(Said, (self.said, key, text, event))
+
+    def take_read(self, read: bytes, events: int) -> SaidRead | None:
+        """``take_event`` for every event of a read of whole one-line data events, all or
+        none: the read as it came, with their texts."""
+        if events == 1:  # the usual read, ``take_event`` written out without the event
+            text = self.shape.text(plain_data(read))
+            if text is None:
+                return None
+            key = self.key
+            if key is None:
+                if not self.hot.text_passes(text):
+                    return None
+            elif not self.hot.fragment_passes(key, text):
+                return None
+            return _new(SaidRead, (self.said, key, [text], read))
+        texts: list[str] = []
+        for data in plain_datas(read):
+            text = self.shape.text(data)
+            if text is None:
+                return None
+            texts.append(text)
+        if self.key is None:
+            if not all(map(self.hot.text_passes, texts)):
+                return None
+            return _new(SaidRead, (self.said, self.key, texts, read))
+        kept: list[tuple[Call, str]] = []
+        for text in texts:
+            call = self.hot.fragment_call(self.key, text)
+            if call is None:
+                return None
+            kept.append((call, text))
+        for call, text in kept:
+            self.hot.keep_fragment(call, text)
+        return _new(SaidRead, (self.said, self.key, texts, read))
+
+
+def _said(chunk: JSONObject) -> JSONObject | None:
+    """``chunk`` when its events are its text alone (no error, no usage, choice 0), so that
+    a repeat's events are its text; else None."""
+    if chunk.get("error") is not None or isinstance(chunk.get("usage"), dict):
+        return None
+    choices = chunk.get("choices")
+    if type(choices) is not list or not choices:
+        return None
+    choice = choices[0]
+    return chunk if type(choice) is dict and choice.get("index", 0) == 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class MarkupRepeat:
+    """A chunk that took the markup-arguments hot path, as the shape later chunks repeat and
+    the shape of the chunk sent for it: a chunk of the same shape around another content text
+    that the hot path takes is sent as that chunk around the text, without parsing either
+    (``ShapeRepeat`` does the same for chunks that go out as they came)."""
+
+    shape: ChunkShape
+    sent: Own  #: the chunk sent for the first text (its pieces; chat/sent.py)
+    hot: HotPaths
+    call: Call  # the sent chunk carries its index
+
+    @classmethod
+    def of(
+        cls, event: Event, data: bytes, text: str, sent: Own, hot: HotPaths
+    ) -> MarkupRepeat | None:
+        call = hot.markup_call
+        if event.event is not None or call is None:
+            return None
+        shape = ChunkShape.around(data, b"content", text)
+        return None if shape is None else cls(shape, sent, hot, call)
+
+    def take(self, data: bytes) -> MarkupArgs | None:
+        """The event to send for ``data`` when it repeats the shape with a text the hot path
+        takes for the same call (which then does its bookkeeping); else None."""
+        text = self.shape.text(data)
+        if text is None or not self.hot.keep_markup_args(self.call, text):
+            return None
+        return MarkupArgs(self.sent, text)
