@@ -53,6 +53,7 @@ class Repair(StrEnum):
     FINISH_NONSTANDARD = "finish-reason-nonstandard"  # Q24
     NO_FINISH_CHUNK = "no-finish-chunk"  # Q25
     FINISH_ON_TOOL_CALL_CHUNK = "finish-on-tool-call-chunk"  # Q26
+    FINISH_EARLY = "finish-early"  # issue 24 item 1: a finish more of the choice followed
     MISSING_DONE = "missing-done"  # Q27
     # a finish the proxy would write as tool_calls (Q23, Q25) is "length": a call was cut off
     ARGS_TRUNCATED = "args-truncated"

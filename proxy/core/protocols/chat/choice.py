@@ -9,7 +9,9 @@ delta each); chat/normalize.py wraps pieces into chunks. What it does, in order,
    (chat/call_matching.py, proxy/core/calls/driver.py and state.py). A call that may
    repeat an earlier one (calls/repeats.py) is held as a SUSPECT until its arguments end,
    then dropped if it does; markup is still extracted after structured calls.
-3. A finish reason ends every call and is corrected (chat/finish.py).
+3. A finish reason ends every call and is corrected (chat/finish.py). Its chunk waits until
+   the choice's next event says whether it was the last (chat/early_finish.py): a later
+   call, text or finish makes it early and takes it off.
 
 The choice holds one component a job: its calls (``Calls``, proxy/core/calls/driver.py), the
 pieces they and the text become in the latest chunk's envelope (chat/call_pieces.py, the
@@ -37,6 +39,7 @@ from proxy.core.protocols.chat.deltas import (
     KeptDelta,
     with_head,
 )
+from proxy.core.protocols.chat.early_finish import HeldFinish
 from proxy.core.protocols.chat.fast import HotPaths
 from proxy.core.protocols.chat.finish import attach_finish, read_finish
 from proxy.core.protocols.chat.markup_bridge import MarkupBridge
@@ -50,7 +53,19 @@ _TEXT_KEYS: Final = ("content", "reasoning_content", "reasoning", "refusal")
 class ChoiceNormalizer:
     """One choice of a stream, chunk by chunk (``process``) to its end (``end_stream``)."""
 
-    __slots__ = ("_calls", "_cut", "_markup", "_matching", "_pieces", "_record", "finished", "hot")
+    __slots__ = (
+        "_calls",
+        "_cut",
+        "_dropped",
+        "_markup",
+        "_matching",
+        "_pieces",
+        "_record",
+        "_stream",
+        "finished",
+        "held",
+        "hot",
+    )
 
     def __init__(self, stream: StreamContext, source: Source, choice: JSONObject) -> None:
         self._pieces = pieces = CallPieces(source, choice, stream.repairs)
@@ -64,6 +79,10 @@ class ChoiceNormalizer:
         self.hot = HotPaths(self._calls, self._matching, self._markup, pieces)
         self.finished: object = None
         self._cut = False  # a call ended with arguments that are not JSON
+        self._stream = stream
+        #: the finish whose chunk waits for the choice's next event (chat/early_finish.py)
+        self.held: HeldFinish | None = None
+        self._dropped: object = None  # the latest finish found early
 
     def process(
         self,
@@ -77,6 +96,9 @@ class ChoiceNormalizer:
         pieces = self._pieces
         pieces.source, pieces.choice = sink.source, choice
         delta = choice.get("delta")
+        finish = read_finish(choice.get("finish_reason"), self._record)
+        if self.held is not None and (finish is not None or _goes_on(delta)):
+            self._settle(early=True)
         head: JSONObject | None = None
         if isinstance(delta, dict):
             head = {k: v for k, v in delta.items() if k != "tool_calls"}
@@ -90,7 +112,6 @@ class ChoiceNormalizer:
                 # first call and leaves the next as text); a copy of a structured call is
                 # dropped instead (calls/repeats.py)
                 self._matching.entries(entries, sink)
-        finish = read_finish(choice.get("finish_reason"), self._record)
         if finish is not None:
             self._end_all(sink, complete=finish != "length")
             if finish == "stop" and self._calls.sent:
@@ -102,7 +123,22 @@ class ChoiceNormalizer:
                 finish, out, sink.source, choice, delta, had_calls=had_calls, record=self._record
             )
             self.finished = finish
+            if finish == "tool_calls":  # calls may follow it (chat/early_finish.py)
+                self.held = HeldFinish(out, out[-1])
+                self._stream.finishes_held += 1
         return out
+
+    def _settle(self, *, early: bool) -> None:
+        """Decide the held finish: ``early`` (more of the choice came) takes it off."""
+        held = self.held
+        assert held is not None
+        self.held = None
+        self._stream.finishes_held -= 1
+        if early:
+            self._record(Repair.FINISH_EARLY)
+            self._dropped = self.finished
+            self.finished = None
+        held.settle(early=early)
 
     def _with_head(self, head: JSONObject | None, sink: Sink, delta: object) -> list[Piece]:
         """Put the delta's other fields (role, text, unknown ones) in front of the pieces."""
@@ -137,11 +173,19 @@ class ChoiceNormalizer:
     # -- the end of the stream ---------------------------------------------------------------
 
     def end_stream(self, sink: Sink, *, complete: bool, synthesize: bool) -> None:
-        """Send everything held; with ``synthesize``, the finish chunk the upstream never sent."""
+        """Send everything held; with ``synthesize``, the finish chunk the upstream never sent
+        (or sent early, before more of the choice: the latest such finish, as corrected)."""
+        if self.held is not None:
+            self._settle(early=False)
         self._end_all(sink, complete=complete)
-        if synthesize and self._calls.sent and self.finished is None:
-            self._record(Repair.NO_FINISH_CHUNK)
-            finish = self._calls_finish(None)
+        dropped = self._dropped
+        if synthesize and self.finished is None and (self._calls.sent or dropped is not None):
+            if not self._calls.sent or dropped not in (None, "stop", "tool_calls"):
+                finish = dropped  # no call to speak for, or a finish such as length
+            else:
+                if dropped is None:
+                    self._record(Repair.NO_FINISH_CHUNK)
+                finish = self._calls_finish(None)
             pieces = self._pieces
             sink.late.append(Piece(pieces.source, pieces.choice, FieldsDelta(NO_FIELDS), finish))
             self.finished = finish
@@ -170,6 +214,13 @@ class ChoiceNormalizer:
                     self._record(Repair.ARGS_NOT_JSON)  # Q18: seen, not repairable
                     self._cut = True
                 calls.forget(call)
+
+
+def _goes_on(delta: object) -> bool:
+    """Whether a delta carries more of the choice: a call or text (a held finish was early)."""
+    if not isinstance(delta, dict):
+        return False
+    return bool(delta.get("tool_calls")) or _has_text(delta)
 
 
 def _has_text(delta: JSONObject) -> bool:

@@ -35,6 +35,9 @@ chat/fast.py's, all off with ``fast=False``):
   (Q25); a clean end without ``[DONE]`` gets one (Q27), unless the stream carried an error
   (an ``error`` chunk, or llama.cpp's ``error:`` line, Q30). An end that is not clean sends
   what is held and nothing else: the shell then aborts the client's connection.
+* A chunk with a finish waits for the choice's next event, and so does what follows it
+  (chat/early_finish.py): a later call, text or finish of the choice takes the finish off,
+  the stream's end sends the chunk as it came. Meanwhile every event is parsed.
 * Past ``max_held_bytes`` the stream gives up rewriting: what is held goes out and the rest
   is forwarded raw (``cap-reached``).
 
@@ -56,6 +59,7 @@ from proxy.core.options import RequestInfo, UpstreamOptions
 from proxy.core.protocols.chat.choice import ChoiceNormalizer
 from proxy.core.protocols.chat.chunks import envelope_unsure, envelopes_sure, interest_pattern
 from proxy.core.protocols.chat.completion import normalize_completion
+from proxy.core.protocols.chat.early_finish import FinishHold
 from proxy.core.protocols.chat.fast import MarkupRepeat, ShapeRepeat
 from proxy.core.protocols.chat.pieces import Piece, Sink, Slot, Source, StreamContext
 from proxy.core.protocols.chat.sent import Own, Passed, Released, Sent, own_sent, size
@@ -112,7 +116,7 @@ class StreamNormalizer:
         self.dropped_arguments: list[str] = self._ctx.dropped
         self._interesting = interest_pattern(extract)
         self._choices: dict[int, ChoiceNormalizer] = {}
-        self._queue: deque[Sent | Slot] = deque()  # output behind a held call
+        self._queue: deque[Sent | Slot | FinishHold] = deque()  # output behind a held call
         self._queued = 0  # bytes in the queue, counted toward max_held_bytes
         self._raw = False  # gave up rewriting: everything goes out as it came
         self._blind = False  # the decoder stopped parsing (an oversize event)
@@ -152,7 +156,7 @@ class StreamNormalizer:
         took a hot path (one event at a time for markup arguments, whose extractor moves on
         with each). The caller does not feed the read after this. A fast path: asked only
         with ``fast`` on (chat/sse_stream.py)."""
-        if self._queue or self._roles_due or b"[DONE]" in data:
+        if self._queue or self._roles_due or b"[DONE]" in data or self._ctx.finishes_held:
             return None
         out: list[Sent]
         # the markup path is asked first: its chunks would fail the others' checks anyway
@@ -203,6 +207,8 @@ class StreamNormalizer:
         self._data_seen = True
         if self._raw:
             return self._send([item])
+        if self._ctx.finishes_held:  # what follows decides a finish: parsed, whatever it is
+            return self._chunk(item, data)
         if item.event is None:  # the chunk shapes of the hot paths are those of plain events
             if self._markup is not None and (args := self._markup.take(data)) is not None:
                 return self._send([args])
@@ -250,7 +256,7 @@ class StreamNormalizer:
             return self._send([Passed(event, obj)])
         source = Source(event, obj)
         only = choices[0] if len(choices) == 1 else None
-        if isinstance(only, dict) and self.fast:
+        if isinstance(only, dict) and self.fast and not self._ctx.finishes_held:
             index = only.get("index", 0)
             known = self._choices.get(index) if type(index) is int else None
             if known is not None and known.hot.take_plain_text(only, source):
@@ -275,12 +281,22 @@ class StreamNormalizer:
         if reads is None:
             return self._send([Passed(event, obj)])
         own: list[list[Piece]] = []
-        slots: list[Slot] = []
+        slots: list[Slot | FinishHold] = []
+        held = []
         for position, (choice, tool) in enumerate(zip(choices, reads, strict=True)):
             sink = Sink(source)
-            own.append(self._choice(choice, position, source).process(choice, tool, sink))
+            normalizer = self._choice(choice, position, source)
+            own.append(normalizer.process(choice, tool, sink))
             slots += sink.new_slots()
-        return self._send(own_sent(source, choices, own), slots)
+            if normalizer.held is not None and normalizer.held.hold is None:
+                held.append(normalizer.held)
+        out = own_sent(source, choices, own)
+        if held:  # the chunk waits for what its finishes turn out to be
+            hold = FinishHold(out, len(held))
+            for finish in held:
+                finish.hold = hold
+            return self._send([], [hold, *slots])
+        return self._send(out, slots)
 
     def _repair_envelope(self, chunk: JSONObject, choices: list[object]) -> bool:
         """Name the chunk a ``chat.completion.chunk`` (openai-python's stream helper drops any
@@ -324,7 +340,7 @@ class StreamNormalizer:
         self._roles_seen.add(key)
         return "role" not in delta
 
-    def _send(self, out: list[Sent], slots: list[Slot] | None = None) -> list[Sent]:
+    def _send(self, out: list[Sent], slots: list[Slot | FinishHold] | None = None) -> list[Sent]:
         """Output in the upstream's order: whatever comes after a held call waits behind it."""
         if not self._queue and not slots:
             return out
@@ -340,6 +356,10 @@ class StreamNormalizer:
                 if not head.done:
                     break
                 sent += [Released(piece) for piece in head.pieces]
+            elif isinstance(head, FinishHold):
+                if head.waiting:
+                    break
+                sent += head.sent
             else:
                 sent.append(head)
                 self._queued -= size(head)

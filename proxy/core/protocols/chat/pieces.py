@@ -56,6 +56,7 @@ class StreamContext:
     dropped: list[str] = field(default_factory=list)
     held: int = 0  #: characters held (held calls' arguments, text a dialect holds)
     kept: int = 0  #: argument characters of calls sent, kept for the checks
+    finishes_held: int = 0  #: choices whose finish waits (chat/early_finish.py)
 
 
 @dataclass(eq=False, slots=True, kw_only=True)

@@ -223,7 +223,9 @@ def test_a_whole_call_with_empty_arguments_goes_out_as_it_came():
     n = normalizer()
     call = chunk(calls(entry(0, "call_1", "f", "{}", type="function")))
     finish = chunk({}, "tool_calls")
-    assert feed_each(n, call, finish) == [[], [call, finish]]
+    # issue 24 item 1: a tool_calls finish waits for what follows it (a call after it would
+    # make it early); [DONE] sends it as it came
+    assert feed_each(n, call, finish, DONE) == [[], [call], [finish, DONE]]
 
 
 def test_later_events_wait_behind_a_held_call_and_keep_their_order():
