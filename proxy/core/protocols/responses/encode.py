@@ -95,7 +95,7 @@ class ResponsesEncoder:
         self._live = 0  # the first item whose output_item.done has not gone out
         self._started = False
         self._finish: FinishReason | None = None
-        self._finishing = False  # the finish is known: every item may end
+        self._finishing = False  # the stream ended: every item may end
         self._failed: Failed | None = None
         self._usage: Usage | None = None
         self._status = "in_progress"
@@ -174,8 +174,9 @@ class ResponsesEncoder:
             case Usage():
                 self._usage = event
             case Finished(reason=reason):
+                # only the end ends the items: more calls may follow a finish (Kimi, GLM:
+                # issue 24 item 1), and an item ended here would go out cut
                 self._finish = reason
-                self._finishing = True
             case Failed():
                 self._failed = event
                 self._finishing = True

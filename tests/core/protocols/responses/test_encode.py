@@ -284,3 +284,26 @@ def test_a_long_text_shared_by_its_events_is_written_as_the_events_would_be_alon
     alone, _ = _long_text_response(20_000, text_at=7)
     assert b"".join(end) == b"".join(alone)
     assert len(end) > len(alone)
+
+
+def test_a_call_after_a_finish_is_streamed_whole_not_cut():
+    # issue 24 item 1: Kimi and GLM send a finish before their last call; before the fix
+    # the second call went out with arguments "" and status incomplete
+    body = encode(
+        [
+            START,
+            *call(0, "call_a", "add", '{"a": 1, "b": 2}'),
+            Finished(FinishReason.TOOL_CALLS),
+            *call(1, "call_b", "add", '{"a": 2, ', '"b": 3}'),
+            Finished(FinishReason.TOOL_CALLS),
+            *END,
+        ]
+    )
+    checked = check(body)
+    assert checked.response is not None
+    assert checked.response["status"] == "completed"
+    assert [json.loads(c["arguments"]) for c in checked.calls] == [
+        {"a": 1, "b": 2},
+        {"a": 2, "b": 3},
+    ]
+    assert [c["status"] for c in checked.calls] == ["completed", "completed"]
