@@ -77,14 +77,24 @@ async def read_template(
     except (ClientError, TimeoutError):
         return False
     templates = _templates(body)
-    needs = GENERIC
+    read: TemplateNeeds | None = None
     for template in templates:
-        needs = needs | needs_of_template(template)
-    if state.read != needs:
-        log.info("upstream %s: its chat template needs %s", base_url, needs)
-    state.read = needs if templates else None
+        read = (read or GENERIC) | needs_of_template(template)
+    # said once, and again only when it changes: readiness rounds ask again and again
+    if not state.answered or read != state.read:
+        log.info("upstream %s: %s", base_url, _told(read))
+    state.read = read
     state.answered = True
     return True
+
+
+def _told(read: TemplateNeeds | None) -> str:
+    if read is None:
+        return "no chat template at GET /props; the generic request repairs apply"
+    needs = [name for name in TemplateNeeds.__dataclass_fields__ if getattr(read, name)]
+    if not needs:
+        return "its chat template needs only the generic request repairs"
+    return "its chat template needs " + ", ".join(needs)
 
 
 def _templates(body: bytes) -> list[str]:

@@ -193,6 +193,31 @@ async def test_a_translated_request_is_repaired_whatever_request_repairs_says(
     assert record["request_repairs"] == {"system-not-first": 1, "same-role-consecutive": 1}
 
 
+@pytest.mark.parametrize(
+    ("template", "told"),
+    [
+        (None, "no chat template at GET /props; the generic request repairs apply"),
+        (MISTRAL_TEMPLATE, "its chat template needs mistral_ids"),
+    ],
+)
+async def test_what_the_template_needs_is_logged_once_however_often_readiness_asks(
+    start_upstream: StartUpstream,
+    start_proxy: StartProxy,
+    caplog: pytest.LogCaptureFixture,
+    template: str | None,
+    told: str,
+) -> None:
+    caplog.set_level(logging.INFO)
+    upstream = Upstream(template)
+    server = await start_upstream(upstream.app())
+    proxy = await start_proxy(server)
+    for _ in range(3):
+        await proxy.get("/-/ready")
+    assert upstream.props_asked >= 2, "asked at start and again on a readiness round"
+    said = [r.getMessage() for r in caplog.records if r.name == "toolcall_proxy"]
+    assert said == [f"upstream {upstream_url(server)}: {told}"]
+
+
 async def test_an_upstream_still_loading_is_asked_again_until_it_answers(
     start_upstream: StartUpstream, start_proxy: StartProxy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
