@@ -26,7 +26,7 @@ import pytest
 
 from proxy.shell.hangup import IGNORED
 from tests.conftest import StartUpstream, upstream_url
-from tests.support.processes import FIRST, REST, HeldStream
+from tests.support.processes import FIRST, REST, HeldStream, Workers
 from tests.support.streams import read_until_error
 
 ROOT = Path(__file__).parents[2]
@@ -34,28 +34,12 @@ CHAT = "/v1/chat/completions"
 RUNNING = re.compile(r"Running on http://127\.0\.0\.1:(\d+) ")
 
 
-class Proxy:
+class Proxy(Workers):
     """``python -m proxy --port 0``; its stderr in a file, its temporary files under ``tmp``."""
 
     def __init__(self, process: asyncio.subprocess.Process, log: Path, tmp: Path) -> None:
-        self.process = process
-        self.log = log
+        super().__init__(process, log)
         self.tmp = tmp
-        self.port = 0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def text(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    async def wait_for(self, pattern: str, count: int = 1) -> list[str]:
-        async with asyncio.timeout(30):
-            while len(found := re.findall(pattern, self.text())) < count:
-                assert self.process.returncode is None, self.text()
-                await asyncio.sleep(0.05)
-        return found
 
     def access(self) -> list[dict[str, Any]]:
         lines = [line for line in self.text().splitlines() if line.startswith("{")]
