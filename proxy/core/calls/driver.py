@@ -205,6 +205,13 @@ class Calls(Generic[C, Out, Extra]):
         self._holding = writer.holding
         self._settled = writer.settled
 
+    def follow(self, rules: CallRules | None, *, one_call: bool) -> None:
+        """What a native stream's request asks of its calls' arguments (issue 25), told once
+        before its first event; as the constructor's ``rules`` and ``one_call``."""
+        self.rules = rules
+        self._fixes = rules is not None and rules.fixes and self.table is S2
+        self.one_call = one_call
+
     def record(self, repair: Repair) -> None:
         self.tally.repairs[repair] += 1
 

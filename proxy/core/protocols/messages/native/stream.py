@@ -86,6 +86,7 @@ class NativeMessages(ClientSide):
         self._decoder = SSEDecoder(max_event_bytes=options.max_event_bytes)
         self._raw = False  # gave up rewriting: every byte goes out as it came
         self._request = request if isinstance(request, dict) else {}
+        self.calls.follow(self._request, options)  # issue 25: the arguments at each call's end
         self.dialects = check_names(options.dialects) if extracts(self._request) else ()
         self._tools = convert_tools(self._request.get("tools")) if self.dialects else []
         self._pending: deque[_Pending] = deque()  # events held behind a growing tool block
