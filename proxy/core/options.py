@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from proxy.core.arguments.parallel import one_call_asked
 from proxy.core.request_repairs.needs import TemplateNeeds
 from proxy.core.sse import DEFAULT_MAX_EVENT_BYTES
 
@@ -59,6 +60,9 @@ class RequestInfo:
 
     tools: list[dict[str, Any]] = field(default_factory=list)
     tool_choice: object = None
+    #: ``parallel_tool_calls: false``: at most one call (a translated Messages request says
+    #: so for ``disable_parallel_tool_use``)
+    one_call: bool = False
 
     @classmethod
     def from_body(cls, body: object) -> RequestInfo:
@@ -69,6 +73,7 @@ class RequestInfo:
         return cls(
             tools=[t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else [],
             tool_choice=body.get("tool_choice"),
+            one_call=one_call_asked("chat", body),
         )
 
     @property

@@ -162,6 +162,12 @@ DETECTED_ONLY: Final = frozenset(
         Repair.NONSTANDARD_EVENT,
         Repair.PARALLEL_WRAPPER,
         Repair.ARGS_SCHEMA_MISMATCH,
+        # ... as counted, with the kind of mismatch (proxy/core/arguments/check.py's
+        # MismatchKind, which a test holds to this list)
+        *(
+            f"{Repair.ARGS_SCHEMA_MISMATCH}:{kind}"
+            for kind in ("unknown-tool", "required", "unknown-property", "type", "enum", "other")
+        ),
     }
 )
 

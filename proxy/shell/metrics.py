@@ -233,6 +233,13 @@ class Metrics:
             ["upstream", "model", "dialect"],
             registry=registry,
         )
+        self.args_schema_mismatches = Counter(
+            "toolcall_proxy_args_schema_mismatches",
+            "Tool calls whose arguments did not fit their tool's schema (detected, passed on"
+            " unchanged), by kind: unknown-tool, required, unknown-property, type, enum, other.",
+            ["upstream", "model", "kind"],
+            registry=registry,
+        )
         self.bytes = Counter(
             "toolcall_proxy_response_bytes",
             "Response body bytes, as read from the upstream (received) and written (sent).",
@@ -308,6 +315,8 @@ class Metrics:
             child(self.repairs, upstream, model, kind, "response").inc(count)
             if kind == Repair.MARKUP_IN_CONTENT:
                 child(self.text_tool_calls, upstream, model, dialect or "unknown").inc(count)
+            elif kind == Repair.ARGS_SCHEMA_MISMATCH:  # "args-schema-mismatch:<kind>" alike
+                child(self.args_schema_mismatches, upstream, model, dialect or "other").inc(count)
         for kind, count in exchange.request_repairs.items():
             child(self.repairs, upstream, model, kind, "request").inc(count)
         for failed, kind in exchange.upstream_errors:

@@ -75,6 +75,11 @@ class RequestTools:
         """A Messages request's own ``tools``, as its translation maps them."""
         return cls(_entries(tools), _messages_tool, cache)
 
+    @property
+    def declared(self) -> bool:
+        """Whether the request declared any tool (nothing is read to say so)."""
+        return bool(self._entries)
+
     def parameters(self, name: str) -> object | None:
         """The tool's parameter schema; NO_SCHEMA for a tool declared without one; None when
         the request has no tool of that name."""

@@ -13,22 +13,31 @@ argument text, a held opening released, a call held or settled) and hands it an 
 value (``Out``) and the unknown fields an entry carried (``Extra``) without looking inside.
 The writer's methods are bound once, when the component is made: every delta of a stream
 reaches them, and a lookup through the writer would be paid on each.
+
+What issue 25 asks of a call's arguments happens here too, once for every protocol: a call
+past the first one named is EXTRA under ``one_call`` (``parallel_tool_calls: false``), and
+``rules`` (proxy/core/arguments/rules.py; None for a request without tools) fixes a call's
+arguments as S2 sends it whole and checks them where the protocol says the call ended
+(:meth:`Calls.ended`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from typing import Generic, Protocol, TypeVar
+from typing import Final, Generic, Protocol, TypeVar
 
+from proxy.core.arguments.rules import CallRules
 from proxy.core.calls.argtext import ArgText
 from proxy.core.calls.jsontext import complete_json
 from proxy.core.calls.record import CallRecord
 from proxy.core.calls.repeats import Repeats, repeats
 from proxy.core.calls.state import (
     ARGS_END,
+    DROPPED,
     FALLBACK_OPENING,
     HELD,
+    NAMELESS,
     PLACEHOLDER,
     S1,
     S1_STREAMS,
@@ -74,6 +83,12 @@ _SEND_WHOLE = Action.SEND_WHOLE
 _FALLBACK_WHOLE = Action.FALLBACK_WHOLE
 _DROP = Action.DROP
 _END = CallInput.END
+_EXTRA = CallInput.EXTRA
+#: the inputs that take a call out of NAMELESS (other than into a hold): a call named then
+#: is EXTRA when it is not the first (``one_call``)
+_LEAVES_NAMELESS: Final = frozenset(
+    (*(i for i in CallInput if i.name.startswith("NAMED_")), CallInput.END)
+)
 
 
 class Tally(Protocol):
@@ -122,6 +137,8 @@ class Calls(Generic[C, Out, Extra]):
     __slots__ = (
         "_add_extras",
         "_before_identify",
+        "_chosen",
+        "_fixes",
         "_hold_opening",
         "_holding",
         "_put_args",
@@ -130,9 +147,11 @@ class Calls(Generic[C, Out, Extra]):
         "_release_opening",
         "_settled",
         "next_index",
+        "one_call",
         "placeholders",
         "records",
         "repeats",
+        "rules",
         "sent",
         "streams",
         "suspects",
@@ -150,8 +169,17 @@ class Calls(Generic[C, Out, Extra]):
         dedupe: bool,
         repeats: Repeats | None = None,
         before_identify: Callable[[C], None] | None = None,
+        rules: CallRules | None = None,
+        one_call: bool = False,
     ) -> None:
         self.tally = tally
+        #: the arguments' checks and fixes (None: the request has no tools)
+        self.rules = rules
+        # fixed only where the call goes out whole (S2): a streamed call's text is already out
+        self._fixes = rules is not None and rules.fixes and coalesce
+        #: the client gets the first call named; the rest are EXTRA (parallel_tool_calls: false)
+        self.one_call = one_call
+        self._chosen: C | None = None
         self.table: Table = S2 if coalesce else S1
         #: the table's answer to "does a fragment of a call in this state go out as it came"
         self.streams: tuple[CallState, ...] = S2_STREAMS if coalesce else S1_STREAMS
@@ -176,6 +204,13 @@ class Calls(Generic[C, Out, Extra]):
         self._add_extras = writer.add_extras
         self._holding = writer.holding
         self._settled = writer.settled
+
+    def follow(self, rules: CallRules | None, *, one_call: bool) -> None:
+        """What a native stream's request asks of its calls' arguments (issue 25), told once
+        before its first event; as the constructor's ``rules`` and ``one_call``."""
+        self.rules = rules
+        self._fixes = rules is not None and rules.fixes and self.table is S2
+        self.one_call = one_call
 
     def record(self, repair: Repair) -> None:
         self.tally.repairs[repair] += 1
@@ -220,6 +255,12 @@ class Calls(Generic[C, Out, Extra]):
         extras: Extra | None = None,
     ) -> None:
         """One input of ``call`` through the table, and the action carried out."""
+        if self.one_call and call.state is NAMELESS and event in _LEAVES_NAMELESS:
+            if self._chosen is None:
+                self._chosen = call
+            elif self._chosen is not call:
+                self.record(Repair.PARALLEL_CALL_DROPPED)
+                event = _EXTRA
         if call.state is SUSPECT and event in ARGS_END and repeats(call):
             self.record(Repair.CALL_DUPLICATED)
             event = CallInput.DUPLICATE
@@ -265,6 +306,8 @@ class Calls(Generic[C, Out, Extra]):
             if complete and call.args_len == 0:
                 self.record(Repair.EMPTY_ARGUMENTS)
                 self.keep(call, "{}")
+            if self._fixes:
+                self._fix(call, cut=not complete)
             self._identify(call)
             self._put_opening(call, call.text(), out)
         elif action is _CLOSE_ARGS:
@@ -296,6 +339,29 @@ class Calls(Generic[C, Out, Extra]):
                 self._send_args(call, "{}", out, None)
         else:
             raise AssertionError(f"no case for {action}")
+
+    def ended(self, call: C, text: str | None = None) -> None:
+        """``call``'s arguments have ended (where, the protocol says): checked against its
+        tool's schema once, counted as ``args-schema-mismatch:<kind>`` when they do not fit;
+        nothing changes. ``text``: the arguments the client has, when not the kept text."""
+        rules = self.rules
+        if rules is None or call.checked or call.state is DROPPED:
+            return
+        call.checked = True
+        rules.check(call.name, call.text() if text is None else text, self.tally.repairs)
+
+    def _fix(self, call: C, *, cut: bool) -> None:
+        """S2, as ``call`` goes out whole: arguments that do not fit healed or coerced."""
+        assert self.rules is not None
+        old = call.text()
+        fixed = self.rules.fix(call.name, old, cut=cut)
+        if fixed is None:
+            return
+        for repair in fixed.repairs:
+            self.record(repair)
+        self.forget(call)
+        call.args_len -= len(old)
+        self.keep(call, fixed.text)
 
     def keep(self, call: C, text: str) -> None:
         """Argument ``text`` of ``call`` accepted: kept, and counted as held or kept."""

@@ -34,6 +34,7 @@ class CallRecord:
     whole: bool = False  #: S2: the collected text is complete (or the markup closed the call)
     #: a SUSPECT: the earlier calls it is dropped for repeating, if its arguments equal theirs
     rivals: tuple[CallRecord, ...] = ()
+    checked: bool = False  #: its arguments were checked against its tool's schema (issue 25)
 
     def text(self) -> str:
         return self.args.text()

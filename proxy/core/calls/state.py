@@ -33,6 +33,10 @@ until its arguments end (COMPLETE or END), then compared once. DUPLICATE drops i
 (DROPPED; nothing of it reaches the client, its text is reported as dropped); otherwise it
 opens as a late name does (S1: the opening with ``""``, then the arguments; S2: whole).
 
+Under ``parallel_tool_calls: false`` (issue 25 item 2) a call named after the first one the
+choice (or native stream) named is EXTRA as it would leave NAMELESS: DROPPED before anything
+of it went out, as a repeat is.
+
 Each table is total over its form's states and every input (tests/test_toolcall_state.py
 checks that), so a missing entry can only be a bug in this file; :func:`transition` then
 raises :class:`NormalizerError` naming the pair.
@@ -66,6 +70,9 @@ class CallInput(Enum):
     COMPLETE = auto()  #: S2: the collected arguments now form a complete JSON value
     END = auto()  #: the choice finished, the stream ended, or another call moved on
     DUPLICATE = auto()  #: a suspect's arguments ended equal to those of the call it may repeat
+    #: a call past the one the request allowed (``parallel_tool_calls: false``), as it would
+    #: leave NAMELESS: dropped before anything of it goes out (issue 25 item 2)
+    EXTRA = auto()
 
 
 class Action(Enum):
@@ -105,6 +112,17 @@ _NOT_SUSPECT: Final = {
     for state in (NAMELESS, PLACEHOLDER, COLLECTING, OPEN)
 }
 
+# Only a NAMELESS call is asked whether it is one too many (calls/driver.py, as it would
+# leave NAMELESS, before anything of it went out): it is dropped; the other states ignore it.
+_EXTRA: Final = {
+    (NAMELESS, CallInput.EXTRA): (DROPPED, Action.DROP),
+    **{
+        (state, CallInput.EXTRA): (state, Action.NOTHING)
+        for state in (PLACEHOLDER, COLLECTING, OPEN)
+    },
+    (SUSPECT, CallInput.EXTRA): (DROPPED, Action.DROP),
+}
+
 # Shared by both forms: a suspect collects until its arguments end; a dropped call drops.
 _SUSPECTS: Final[Table] = {
     (NAMELESS, CallInput.NAMED_SUSPECT): (SUSPECT, Action.COLLECT),
@@ -129,6 +147,7 @@ S1: Final[Table] = {
     (OPEN, CallInput.COMPLETE): (OPEN, Action.NOTHING),
     (OPEN, CallInput.END): (OPEN, Action.CLOSE_ARGS),
     **{k: v for k, v in _NOT_SUSPECT.items() if k[0] is not COLLECTING},
+    **{k: v for k, v in _EXTRA.items() if k[0] is not COLLECTING},
     **_SUSPECTS,
     (SUSPECT, CallInput.COMPLETE): (OPEN, Action.OPEN_SPLIT),
     (SUSPECT, CallInput.END): (OPEN, Action.OPEN_SPLIT),
@@ -147,6 +166,7 @@ S2: Final[Table] = {
     (OPEN, CallInput.COMPLETE): (OPEN, Action.NOTHING),
     (OPEN, CallInput.END): (OPEN, Action.CLOSE_ARGS),
     **{k: v for k, v in _NOT_SUSPECT.items() if k[0] is not PLACEHOLDER},
+    **{k: v for k, v in _EXTRA.items() if k[0] is not PLACEHOLDER},
     **_SUSPECTS,
     (SUSPECT, CallInput.COMPLETE): (OPEN, Action.SEND_WHOLE),
     (SUSPECT, CallInput.END): (OPEN, Action.SEND_WHOLE),

@@ -126,6 +126,9 @@ R_TOOLS: dict[str, Any] = {
             "name": "get_time",
             "parameters": {"type": "object", "properties": {"tz": {"type": "string"}}},
         },
+        # the tools the canonical recordings call, so that their calls fit (issue 25 checks)
+        {"type": "function", "name": "weather", "parameters": {"type": "object"}},
+        {"type": "function", "name": "calculator", "parameters": {"type": "object"}},
     ],
 }
 R_START = Started(id="chatcmpl-x", model="m", created=1)
@@ -256,6 +259,9 @@ M_TOOLS: dict[str, Any] = {
             "input_schema": {"type": "object", "properties": {"location": {"type": "string"}}},
         },
         {"name": "make_directory", "input_schema": {"type": "object"}},
+        # the tools the canonical recordings call, so that their calls fit (issue 25 checks)
+        {"name": "website_update", "input_schema": {"type": "object"}},
+        {"name": "updateIssueList", "input_schema": {"type": "object"}},
     ],
 }
 M_PARALLEL = "anthropic-haiku35-parallel-three-tools"  # three make_directory calls, inputs differ

@@ -70,7 +70,12 @@ class ChoiceNormalizer:
     def __init__(self, stream: StreamContext, source: Source, choice: JSONObject) -> None:
         self._pieces = pieces = CallPieces(source, choice, stream.repairs)
         self._calls: Calls[Call, Sink, Extras] = Calls(
-            stream, pieces, coalesce=stream.coalesce, dedupe=stream.dedupe
+            stream,
+            pieces,
+            coalesce=stream.coalesce,
+            dedupe=stream.dedupe,
+            rules=stream.rules,
+            one_call=stream.one_call,
         )
         self._record = self._calls.record
         self._matching = CallMatching(self._calls, pieces, stream)
@@ -210,6 +215,7 @@ class ChoiceNormalizer:
             self._record(Repair.CALL_DUPLICATED)
         for call in calls.records:
             if call.args:
+                calls.ended(call)  # the one place a chat call's arguments end (issue 25)
                 if complete and call.args.complete() is INVALID:
                     self._record(Repair.ARGS_NOT_JSON)  # Q18: seen, not repairable
                     self._cut = True

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Final
 import orjson
 
 from proxy.core import markup as dialects
+from proxy.core.arguments.rules import call_rules
+from proxy.core.arguments.tools import RequestTools
 from proxy.core.calls.jsontext import complete_json
 from proxy.core.errors import DialectError
 from proxy.core.ids import IdPool
@@ -71,6 +73,10 @@ class _Fixer:
         self._ids = ids
         self._repairs = repairs
         self._markup_cut = False  # the choice's markup ended inside a call
+        self._rules = (
+            call_rules(options, RequestTools.from_chat(request.tools)) if request.tools else None
+        )
+        self._one_call = request.one_call and options.enforce_parallel_tool_calls
 
     def choice(self, choice: JSONObject) -> bool:
         message = choice.get("message")
@@ -94,7 +100,41 @@ class _Fixer:
                 changed = True
         elif self._extraction_on():
             changed = self._extract(message) or changed
+        changed = self._arguments(choice, message) or changed
         return self._finish(choice, message) or changed
+
+    # -- the calls' arguments (issue 25): their end is the body's -------------------------
+
+    def _arguments(self, choice: JSONObject, message: JSONObject) -> bool:
+        """Calls past the first dropped under ``parallel_tool_calls: false``; each kept call's
+        arguments fixed where the upstream turned that on (never a call cut by ``length``),
+        then checked against its tool's schema."""
+        calls = message.get("tool_calls")
+        if not isinstance(calls, list) or not calls:
+            return False
+        changed = False
+        if self._one_call and len(calls) > 1:
+            self._repairs[Repair.PARALLEL_CALL_DROPPED] += len(calls) - 1
+            calls = message["tool_calls"] = calls[:1]
+            changed = True
+        rules = self._rules
+        if rules is None:
+            return changed
+        cut = choice.get("finish_reason") == "length"
+        for call in calls:
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict):
+                continue
+            name, text = function.get("name"), function.get("arguments")
+            if not isinstance(text, str):
+                continue
+            fixed = rules.answer(
+                name if isinstance(name, str) else None, text, self._repairs, cut=cut
+            )
+            if fixed is not text:
+                function["arguments"] = fixed
+                changed = True
+        return changed
 
     def _call(self, call: object) -> JSONObject | None:
         """One call in canonical shape; None when its shape is not understood."""

@@ -52,6 +52,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Final, cast
 
+from proxy.core.arguments.rules import call_rules
+from proxy.core.arguments.tools import RequestTools
 from proxy.core.ids import IdPool
 from proxy.core.jsonvalues import INVALID, JSONObject, dumps, loads, writable
 from proxy.core.markup import reasoning_names
@@ -102,8 +104,12 @@ class StreamNormalizer:
         in_reasoning = reasoning_names(options.dialects, options.extract_from_reasoning)
         if options.dialects and request.allows_extraction:
             extract = ("content", *(_REASONING_KEYS if in_reasoning else ()))
+        rules = (
+            call_rules(options, RequestTools.from_chat(request.tools)) if request.tools else None
+        )
         self._ctx = StreamContext(
-            coalesce=options.coalesce,
+            # a call's arguments that may be fixed are held until its end, and go out whole
+            coalesce=options.coalesce or (rules is not None and rules.fixes),
             extract=extract,
             dialect_names=options.dialects,
             reasoning_dialect_names=in_reasoning,
@@ -111,6 +117,8 @@ class StreamNormalizer:
             fallback_name=request.fallback_name,
             ids=IdPool(new_id),
             dedupe=options.dedupe_calls,
+            rules=rules,
+            one_call=request.one_call and options.enforce_parallel_tool_calls,
         )
         self.repairs: Counter[str] = self._ctx.repairs
         self.dropped_arguments: list[str] = self._ctx.dropped

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from proxy.core.arguments.rules import CallRules
 from proxy.core.calls.record import CallRecord
 from proxy.core.calls.state import HELD
 from proxy.core.ids import IdPool
@@ -57,6 +58,8 @@ class StreamContext:
     held: int = 0  #: characters held (held calls' arguments, text a dialect holds)
     kept: int = 0  #: argument characters of calls sent, kept for the checks
     finishes_held: int = 0  #: choices whose finish waits (chat/early_finish.py)
+    rules: CallRules | None = None  #: what a call's arguments are asked at its end (issue 25)
+    one_call: bool = False  #: parallel_tool_calls: false, enforced: calls past the first dropped
 
 
 @dataclass(eq=False, slots=True, kw_only=True)

@@ -22,6 +22,8 @@ TOOLS_REQUEST: dict[str, Any] = {
             "input_schema": {"type": "object", "properties": {"location": {"type": "string"}}},
         },
         {"name": "make_directory", "input_schema": {"type": "object"}},
+        # the tool NO_ARGS's recording calls, so that its call fits (issue 25's check)
+        {"name": "updateIssueList", "input_schema": {"type": "object"}},
     ],
 }
 

@@ -41,10 +41,14 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Final, Protocol
 
+from proxy.core.arguments.parallel import one_call_asked
+from proxy.core.arguments.rules import EMPTY_OBJECT, call_rules
+from proxy.core.arguments.tools import RequestTools
 from proxy.core.calls.driver import Calls
 from proxy.core.calls.state import S1, S1_STATES, Action, CallInput, CallState, transition
 from proxy.core.ids import IdPool
 from proxy.core.jsonvalues import JSONObject
+from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.messages.native.model import Item, ToolCall, UpstreamBlock
 from proxy.core.protocols.native_calls import NativeTally, PreviousCall, repeats_before
 from proxy.core.repairs import Repair
@@ -110,6 +114,17 @@ class ToolCalls:
         self.keep = self.calls.keep  # bound once: asked on every fragment
         self._input = self.calls.input
 
+    def follow(self, request: object, options: UpstreamOptions) -> None:
+        """What the client's request (its parsed body) asks of the calls' arguments (issue
+        25): its tools' schemas checked at each call's end (read only as far as a called
+        name); one call only under ``tool_choice.disable_parallel_tool_use``."""
+        body = request if isinstance(request, dict) else {}
+        tools = body.get("tools")
+        self.calls.follow(
+            call_rules(options, RequestTools.from_messages(tools) if tools else None),
+            one_call=one_call_asked("messages", body) and options.enforce_parallel_tool_calls,
+        )
+
     # -- the upstream's events, as the table's inputs --------------------------------------
 
     def name_call(self, call: ToolCall) -> None:
@@ -157,6 +172,8 @@ class ToolCalls:
         repeat = repeats_before(self.calls.records, call)
         if repeat:
             self._note(Repair.CALL_DUPLICATED)
+        # the one place a Messages call's input ends; no text is the object the client builds
+        self.calls.ended(call, call.text() or EMPTY_OBJECT)
         event = end_input(repeat=repeat, cut=cut)
         if event is not CallInput.COMPLETE or call.state not in _DONE:
             self._input(call, event, "", None, complete=not cut)

@@ -82,6 +82,7 @@ class NativeMessages(BlockFlow):
             dedupe=options.dedupe_calls,
             starting=self._ensure_started,
         )
+        self.calls.follow(self._request, options)  # issue 25: the arguments at each call's end
         self._phase = Phase.NEW  # the message's (lifecycle.py)
 
     # -- the verbs the pump drives

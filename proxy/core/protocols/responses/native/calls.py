@@ -32,6 +32,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Final, Protocol
 
+from proxy.core.arguments.rules import call_rules
+from proxy.core.arguments.tools import RequestTools
 from proxy.core.calls.driver import Calls
 from proxy.core.calls.state import (
     ARGS_END,
@@ -48,6 +50,7 @@ from proxy.core.calls.state import (
 from proxy.core.errors import NormalizerError
 from proxy.core.ids import IdPool
 from proxy.core.jsonvalues import INVALID, JSONObject, loads
+from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.native_calls import NativeTally, PreviousCall, repeats_before
 from proxy.core.protocols.responses.items import FunctionCallItem
 from proxy.core.protocols.responses.native import fields
@@ -58,6 +61,7 @@ from proxy.core.protocols.responses.native.model import (
     UpstreamItem,
     WireEvent,
 )
+from proxy.core.protocols.responses.native.request import NativeRequest
 from proxy.core.repairs import Repair
 
 # module names (the states' are calls/state.py's), not ``CallInput.END``: an Enum's class
@@ -119,6 +123,15 @@ class NativeCalls:
         self.blocking: NativeCall | None = None  # the upstream call held: the rest waits
         self._markup: NativeCall | None = None  # the call being taken out of a message's text
         self.dropped: set[str] = set()  # the item and call ids of repeats dropped
+
+    def follow(self, request: NativeRequest, options: UpstreamOptions) -> None:
+        """What the request asks of the calls' arguments (issue 25): its tools' schemas
+        checked at each call's end; one call only under ``parallel_tool_calls: false``."""
+        tools = RequestTools.from_chat(request.chat_tools) if request.chat_tools else None
+        self.calls.follow(
+            call_rules(options, tools),
+            one_call=request.one_call and options.enforce_parallel_tool_calls,
+        )
 
     # -- the upstream's events -> call inputs ------------------------------------------------
 
@@ -250,6 +263,8 @@ class NativeCalls:
         """One input through the table. An event of a call not shown yet waits on the call, to
         go out behind its opening; a dropped call's go nowhere."""
         state = call.state
+        if event is END:
+            self.calls.ended(call)  # the one place a Responses call's arguments end
         if state is OPEN and event in _QUIET_WHEN_OPEN:
             if event is END and repeats_before(self.calls.records, call):
                 self._repair(Repair.CALL_DUPLICATED)  # counted; only a suspect is dropped

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from proxy.core.arguments.parallel import one_call_asked
 from proxy.core.errors import ClientRequestError
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.protocols.responses.tools import convert_tools
@@ -15,6 +16,7 @@ class NativeRequest:
     #: the function tools in chat's shape, for the markup dialects that type parameter values
     chat_tools: list[JSONObject] = field(default_factory=list)
     tool_choice: object = None
+    one_call: bool = False  #: ``parallel_tool_calls: false`` (issue 25 item 2)
 
     @classmethod
     def from_body(cls, body: object) -> NativeRequest:
@@ -26,7 +28,12 @@ class NativeRequest:
         except ClientRequestError:  # a malformed request is the upstream's to reject
             tools = []
         model = body.get("model")
-        return cls(model if isinstance(model, str) else None, tools, body.get("tool_choice"))
+        return cls(
+            model if isinstance(model, str) else None,
+            tools,
+            body.get("tool_choice"),
+            one_call_asked("responses", body),
+        )
 
     @property
     def extracts(self) -> bool:

@@ -117,6 +117,7 @@ class NativeStream(ItemFlow):
             dispatch=self.dispatch,
             dedupe=options.dedupe_calls,
         )
+        self.calls.follow(request, options)  # issue 25: the arguments at each call's end
         self._response_id: str | None = None
         self._phase = Phase.NEW  # the response's (lifecycle.py)
         self._created: JSONObject = {}

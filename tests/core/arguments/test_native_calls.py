@@ -1,0 +1,165 @@
+"""Issue 25 through the native repairers (a server's own Responses and Messages streams, tools
+in their own shapes): the schema check at each call's end, changing no byte, and calls past
+the first dropped under ``parallel_tool_calls: false`` / ``disable_parallel_tool_use``."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from proxy.core.options import UpstreamOptions
+from proxy.core.protocols.responses.native.request import NativeRequest
+from proxy.core.protocols.responses.native.stream import NativeStream
+from proxy.core.repairs import Repair
+from tests.core.protocols.messages import streams as m_streams
+from tests.core.protocols.messages.checker import check as m_check
+from tests.core.protocols.messages.native_helpers import every_cut
+from tests.core.protocols.messages.native_helpers import repair as m_repair
+from tests.core.protocols.responses import variants as v
+from tests.core.protocols.responses.checker import check as r_check
+from tests.support.normalizer import bytewise, random_cuts
+from tests.support.streams import chunks
+
+R_TWO_CALLS = "responses-openai-gpt4o-parallel-two-calls.sse"  # get_weather, get_time
+M_THREE_CALLS = "anthropic-haiku35-parallel-three-tools"  # three make_directory calls
+
+
+def r_tools(**weather: Any) -> list[dict[str, Any]]:
+    schema = {"type": "object", "properties": {"location": {"type": "string"}}, **weather}
+    return [
+        {"type": "function", "name": "get_weather", "parameters": schema},
+        {"type": "function", "name": "get_time", "parameters": {"type": "object"}},
+    ]
+
+
+def r_run(
+    pieces: Sequence[bytes], request: dict[str, Any], options: UpstreamOptions | None = None
+) -> tuple[bytes, Counter[str]]:
+    counter = itertools.count(1)
+    stream = NativeStream(
+        lambda: f"id{next(counter):05d}",
+        NativeRequest.from_body(request),
+        options=options or UpstreamOptions(),
+    )
+    out = [b for piece in pieces for b in stream.feed(piece)]
+    out += stream.close(complete=True)
+    return b"".join(out), stream.repairs
+
+
+def r_every_cut(body: bytes, request: dict[str, Any], options: UpstreamOptions | None = None):
+    whole, repairs = r_run([body], request, options)
+    for pieces in [bytewise(body), *random_cuts(body, seed=body[:64].hex())]:
+        assert r_run(pieces, request, options) == (whole, repairs)
+    return whole, repairs
+
+
+def mismatches(repairs: Counter[str]) -> dict[str, int]:
+    return {k: n for k, n in repairs.items() if k.startswith("args-schema-mismatch")}
+
+
+# -- Responses ------------------------------------------------------------------------------
+
+
+def test_responses_calls_that_fit_count_nothing():
+    body = (v.FIXTURES / R_TWO_CALLS).read_bytes()
+    out, repairs = r_every_cut(body, {"tools": r_tools()})
+    assert out == body
+    assert not repairs
+
+
+def test_responses_a_mismatch_is_counted_and_changes_no_byte():
+    body = (v.FIXTURES / R_TWO_CALLS).read_bytes()
+    request = {"tools": r_tools(required=["location", "unit"])}
+    out, repairs = r_every_cut(body, request)
+    assert out == body
+    assert repairs == {"args-schema-mismatch:required": 1}
+
+
+def test_responses_a_call_of_no_declared_tool_is_counted():
+    body = (v.FIXTURES / R_TWO_CALLS).read_bytes()
+    out, repairs = r_every_cut(body, {"tools": r_tools()[:1]})
+    assert out == body
+    assert repairs == {"args-schema-mismatch:unknown-tool": 1}
+
+
+def test_responses_only_the_first_call_when_one_was_asked_for():
+    body = (v.FIXTURES / R_TWO_CALLS).read_bytes()
+    request = {"tools": r_tools(), "parallel_tool_calls": False}
+    out, repairs = r_every_cut(body, request)
+    checked = r_check(out)
+    assert [c["name"] for c in checked.calls] == ["get_weather"]
+    assert repairs[Repair.PARALLEL_CALL_DROPPED] == 1
+    items = [e["item"] for e in chunks(out) if "item" in e]
+    assert {item["name"] for item in items} == {"get_weather"}
+    [final] = [e["response"] for e in chunks(out) if e["type"] == "response.completed"]
+    assert [item["name"] for item in final["output"]] == ["get_weather"]
+    # the opt-out keeps both, as they came
+    kept, repairs = r_every_cut(body, request, UpstreamOptions(enforce_parallel_tool_calls=False))
+    assert kept == body
+    assert not repairs
+
+
+# -- Messages -------------------------------------------------------------------------------
+
+
+def m_request(schema: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "model": "claude-test",
+        "max_tokens": 1024,
+        "messages": [{"role": "user", "content": "go"}],
+        "tools": [{"name": "make_directory", "input_schema": schema}],
+        **extra,
+    }
+
+
+def test_messages_a_mismatch_is_counted_at_each_blocks_end_and_changes_no_byte():
+    data = m_streams.recorded(M_THREE_CALLS)
+    schema = {"type": "object", "properties": {"parent": {"type": "integer"}}}
+    for pieces in every_cut(data, M_THREE_CALLS):
+        out, repairs = m_repair(pieces, m_request(schema))
+        assert out == data
+        assert mismatches(repairs) == {"args-schema-mismatch:type": 3}
+
+
+def test_messages_calls_that_fit_count_nothing():
+    data = m_streams.recorded(M_THREE_CALLS)
+    schema = {
+        "type": "object",
+        "properties": {"parent": {"type": "string"}, "name": {"type": "string"}},
+        "additionalProperties": False,
+    }
+    out, repairs = m_repair(data, m_request(schema))
+    assert out == data
+    assert not repairs
+
+
+@pytest.mark.parametrize("enforce", [True, False])
+def test_messages_only_the_first_call_under_disable_parallel_tool_use(enforce: bool):
+    data = m_streams.recorded(M_THREE_CALLS)
+    choice = {"type": "auto", "disable_parallel_tool_use": True}
+    request = m_request({"type": "object"}, tool_choice=choice)
+    for pieces in every_cut(data, M_THREE_CALLS):
+        out, repairs = m_repair(pieces, request, enforce_parallel_tool_calls=enforce)
+        if not enforce:
+            assert out == data
+            continue
+        calls = m_check(out).tool_uses
+        assert len(calls) == 1
+        first = m_check(data).tool_uses[0]
+        assert calls[0]["id"] == first["id"]
+        assert calls[0]["input"] == first["input"]
+        assert repairs[Repair.PARALLEL_CALL_DROPPED] == 2
+
+
+def test_messages_no_tools_no_rules():
+    data = m_streams.recorded(M_THREE_CALLS)
+    request = copy.deepcopy(m_request({}))
+    del request["tools"]
+    out, repairs = m_repair(data, request)
+    assert out == data
+    assert not repairs
