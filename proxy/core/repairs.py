@@ -72,7 +72,8 @@ class Repair(StrEnum):
     # Markup in content (Q32) and failing open
     # a call extracted from text; recorded as "markup-in-content:<dialect>" (markup_kind)
     MARKUP_IN_CONTENT = "markup-in-content"
-    MARKUP_BROKEN = "markup-broken"  # an extracted call whose markup broke or ended early
+    # markup that broke or ended inside a call, given back as its text (issue 24 item 4)
+    MARKUP_BROKEN = "markup-broken"
     DIALECT_ERROR = "dialect-error"  # a dialect raised; extraction stopped for the stream
     CAP_REACHED = "cap-reached"  # max_held_bytes reached: the rest of the stream went raw
 

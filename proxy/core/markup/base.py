@@ -12,11 +12,13 @@ Contract (checked for every registered dialect by tests/dialects/test_contract.p
 * Plain text with no marker comes back as :class:`Text`, unchanged.
 * A call is opened (:class:`CallOpen`) only once its complete name is known. Text that turns
   out not to be a call is given back as :class:`Text`, unchanged.
-* Text is given out as soon as it cannot be the start of a marker; a call's arguments as soon
-  as they are certain. ``close()`` gives out everything still held.
-* After :class:`CallOpen`, :class:`CallArgs` fragments follow; they join into the call's
-  arguments as a JSON object text. :class:`CallClose` ends the call; ``error`` says why the
-  markup broke or ended early, in which case the call holds what arrived.
+* Text is given out as soon as it cannot be the start of a marker. ``close()`` gives out
+  everything still held.
+* A call comes out whole, once its markup is complete: :class:`CallOpen`, the
+  :class:`CallArgs` fragments that join into its arguments as a JSON object text, and
+  :class:`CallClose`. Markup that breaks or stops inside a call is given back as the text it
+  was (``broken`` counts it); ``CallClose.error`` is for an extractor that says why a call it
+  gives out is not whole (the markup extractor never does, since issue 24 item 4).
 """
 
 from __future__ import annotations
@@ -70,7 +72,8 @@ class Extractor(Protocol):
         the open call's arguments (a run of ordinary characters in a JSON string). If so the
         extractor has taken it as ``feed`` would, and the caller goes on as if it had fed it
         (the hot path of a call streamed out of markup). False is always a safe answer and
-        changes nothing."""
+        changes nothing; the markup extractor always says False, since it holds a call
+        until its markup is complete (issue 24 item 4)."""
         ...
 
     @property
@@ -78,6 +81,12 @@ class Extractor(Protocol):
         """Characters fed but not yet given out in any segment (a possible marker, markup
         before its call's name, a typed value before its closing tag). The normalizer
         compares it with its cap; past the cap it fails open."""
+        ...
+
+    @property
+    def broken(self) -> int:
+        """How many calls' markup broke or stopped (the stream's end, the token limit) before
+        the call was complete, and was given back as text (issue 24 item 4)."""
         ...
 
     @property

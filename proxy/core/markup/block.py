@@ -8,12 +8,14 @@ everything after the marker; the block answers with a :class:`Step`:
 * ``rest`` once the block is over: the text after it, which the extractor scans again;
 * ``failed`` when nothing in it turned out to be a call: the extractor releases the marker as
   text and scans ``rest`` (everything after the marker) again. That is the fail-open rule:
-  until a call is open, markup that does not parse is content, unchanged.
+  markup that does not parse is content, unchanged.
 
-After a call is open its segments are out and cannot be taken back; if the markup then
-breaks or stops, the call is closed with an error and the text it did not take goes back to
-the scanner. Between two calls of one block the rule is the fail-open one again, from the
-end of the last call.
+A call's segments are held until its markup is complete (issue 24 item 4): a call is given
+out whole, at its end, or not at all. Markup that breaks or stops inside a call (a JSON list
+that never closes, a block cut by the token limit) is therefore never half a call: the call
+is dropped and its text goes back to the scanner as it came, from the end of the block's last
+complete call (the whole block, marker included, when it was the first). What is held counts
+toward the caller's cap (``held``) as before.
 
 :class:`BlockParser` gives each dialect a buffer, a cursor, small matching helpers and a
 state table (``STEPS``: state -> handler). A handler returns True when it moved on, False
@@ -45,17 +47,13 @@ class Step:
     segments: list[Segment] = field(default_factory=list)
     rest: str | None = None
     failed: bool = False
+    broken: bool = False  # a call's markup broke or stopped, and its text is in ``rest``
 
 
 class Block(Protocol):
     def feed(self, text: str) -> Step: ...
 
     def close(self) -> Step: ...
-
-    def args_run(self, text: str) -> bool:
-        """Whether ``feed(text)`` would give ``[CallArgs(text)]`` and change nothing else; if
-        so ``text`` is taken as ``feed`` would take it. False is always safe."""
-        ...
 
     @property
     def held(self) -> int: ...
@@ -78,9 +76,13 @@ class BlockParser:
         self.committed = 0  # end of the last closed call: fail-open restarts here
         self.calls = 0
         self.open = False
-        self.pending = 0  # characters taken from buf but not yet emitted (a typed value)
         self.gathered: list[str] = []  # what gather() took so far
         self._out: list[Segment] = []
+        self._call: list[Segment] = []  # the open call's segments, held until it closes
+        # The open call's text trimmed out of ``buf`` (the buffer is trimmed so that a long
+        # call does not make every append copy it), kept to be given back if the call breaks.
+        self._kept: list[str] = []
+        self._kept_len = 0
 
     # -- the Block protocol ------------------------------------------------------------------
 
@@ -91,14 +93,11 @@ class BlockParser:
     def close(self) -> Step:
         return self._run(final=True)
 
-    def args_run(self, text: str) -> bool:
-        return False  # the dialects that stream arguments as JSON say otherwise (jsonscan)
-
     @property
     def held(self) -> int:
-        if not self.open and not self.calls:
-            return len(self.marker) + len(self.buf)
-        return len(self.buf) - (self.pos if self.open else self.committed) + self.pending
+        if not self.calls:
+            return len(self.marker) + self._kept_len + len(self.buf)
+        return self._kept_len + len(self.buf) - self.committed
 
     # -- driving the state table -------------------------------------------------------------
 
@@ -118,42 +117,52 @@ class BlockParser:
     def _ended_early(self) -> str:
         return f"markup ended early (in {self.state})"
 
-    def flush(self) -> None:
-        """A call breaks: emit what it took but has not given out yet (a partial value)."""
-
     def _broken(self, reason: str) -> Step:
-        if self.open:
-            self.flush()
-            self.pending = 0
-            self._out.append(CallClose(error=reason))
-            self.open = False
-            return Step(self._out, rest=self.buf[self.pos :])
+        # The open call, if any, is dropped whole: its text is given back with the rest.
+        broken = self.open
+        self._call = []
+        self.open = False
+        given = "".join(self._kept) + self.buf[self.committed :]
         if not self.calls:
-            return Step([], rest=self.buf, failed=True)
-        return Step(self._out, rest=self.buf[self.committed :])
+            return Step([], rest=given, failed=True, broken=broken)
+        return Step(self._out, rest=given, broken=broken)
 
     def _trim(self) -> None:
-        # Keep only what fail-open may still have to give back, so a long call does not
-        # make every later append copy the whole block.
+        # Keep only what fail-open may still have to give back; inside a call, the part
+        # already read moves to ``_kept``, so a long call does not make every later append
+        # copy the whole block.
         cut = self.pos if self.open else (self.committed if self.calls else 0)
         if cut:
+            if self.open:
+                taken = self.buf[self.committed : cut]
+                self._kept.append(taken)
+                self._kept_len += len(taken)
             self.buf = self.buf[cut:]
             self.pos -= cut
-            self.committed = max(self.committed - cut, 0)
+            self.committed = 0 if self.open else self.committed - cut
 
     # -- emitting ----------------------------------------------------------------------------
 
     def emit(self, *segments: Segment) -> None:
+        """A call's segments: held from its opening; given out at its close, or dropped
+        (``Broken``) when it closes with an error."""
         for segment in segments:
             if isinstance(segment, CallOpen):
                 self.open = True
+                self._call = [segment]
             elif isinstance(segment, CallClose):
+                if segment.error is not None:
+                    raise Broken(segment.error)
                 self.open = False
                 self.calls += 1
                 self.committed = self.pos
-            elif isinstance(segment, CallArgs) and not segment.text:
-                continue
-            self._out.append(segment)
+                self._out += self._call
+                self._out.append(segment)
+                self._call = []
+                self._kept = []
+                self._kept_len = 0
+            elif not isinstance(segment, CallArgs) or segment.text:
+                self._call.append(segment)
 
     # -- matching helpers: each returns None when more text is needed ------------------------
 
@@ -212,17 +221,13 @@ class BlockParser:
 
     def gather(self, scanner: MarkerScanner, final: bool) -> str | None:
         """The text up to the next marker (which is consumed), taken over as many feeds as it
-        takes; None until the marker arrives. Inside an open call the text taken counts as
-        ``pending`` until then."""
+        takes; None until the marker arrives."""
         text, found = self.until(scanner, final)
         self.gathered.append(text)
-        if self.open:
-            self.pending += len(text)
         if found is None:
             return None
         whole = "".join(self.gathered)
         self.gathered = []
-        self.pending = 0
         return whole
 
     def name(self, allowed: Callable[[str], bool], stops: str, final: bool) -> str | None:
@@ -281,10 +286,6 @@ class Fork:
     def close(self) -> Step:
         return self._pick([block.close() for _, block in self._blocks])
 
-    def args_run(self, text: str) -> bool:
-        # a block with an open call is the only one left: it emitted the opening
-        return len(self._blocks) == 1 and self._blocks[0][1].args_run(text)
-
     @property
     def held(self) -> int:
         return max(block.held for _, block in self._blocks)
@@ -298,8 +299,8 @@ class Fork:
                 self._blocks = [named]
                 return step
             alive.append(named)
-        if not alive:
-            return steps[-1]
+        if not alive:  # all failed: the text is the same; say whether a call broke in it
+            return next((step for step in steps if step.broken), steps[-1])
         self._blocks = alive
         return Step()
 

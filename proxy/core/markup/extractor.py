@@ -40,6 +40,7 @@ class MarkupExtractor:
         self._marker = ""
         self._starting = True  # nothing but whitespace released so far
         self._dialect: str | None = None
+        self.broken = 0  #: calls whose markup broke or stopped, given back as text
 
     @property
     def held(self) -> int:
@@ -68,8 +69,9 @@ class MarkupExtractor:
         )
 
     def args_run(self, text: str) -> bool:
-        """See :meth:`proxy.core.markup.base.Extractor.args_run`."""
-        return self._block is not None and bool(text) and self._block.args_run(text)
+        """Never: a call's segments are held until its markup is complete (issue 24 item 4,
+        proxy/core/markup/block.py), so no piece of text comes back as only its arguments."""
+        return False
 
     def close(self) -> list[Segment]:
         return self._run("", final=True)
@@ -86,7 +88,13 @@ class MarkupExtractor:
                 step = self._block.feed(text)
                 if final and not step.failed and step.rest is None:
                     closing = self._block.close()
-                    step = Step(step.segments + closing.segments, closing.rest, closing.failed)
+                    step = Step(
+                        step.segments + closing.segments,
+                        closing.rest,
+                        closing.failed,
+                        closing.broken,
+                    )
+                self.broken += step.broken
                 if step.failed:
                     out.append(Text(self._marker))
                 else:

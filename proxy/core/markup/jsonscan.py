@@ -71,11 +71,6 @@ class JsonValue:
             self.done = True
         return pos
 
-    def string_run(self, text: str) -> bool:
-        """Whether ``text`` only continues the string being read: ``advance`` would take it
-        whole and change no state."""
-        return self._in_string and not self._escape and _STRING_BODY.fullmatch(text) is not None
-
     def _start(self, text: str, pos: int) -> int:
         self._started = True
         char = text[pos]
@@ -264,22 +259,6 @@ class JsonCall:
             return True
         return end > start
 
-    def args_run(self, text: str) -> bool:
-        """Whether ``text`` only continues a string in the arguments of the named call, so
-        that ``step`` would emit it whole as CallArgs; if so it is kept as ``step`` keeps it
-        (the caller emits it)."""
-        if (
-            self._value is None
-            or self._name is None
-            or self._state != "value"
-            or self._key not in ARGUMENT_KEYS
-            or self._args_seen
-            or not self._value.string_run(text)
-        ):
-            return False
-        self._args.append(text)
-        return True
-
     def _arguments(self, piece: str) -> None:
         self._args.append(piece)
         if self._name is not None:
@@ -310,13 +289,6 @@ class JsonArgs:
         self._value: JsonValue | None = None
         self._parts: list[str] = []
         self.done = False
-
-    def args_run(self, text: str) -> bool:
-        """As :meth:`JsonCall.args_run`."""
-        if self._value is None or self.done or not self._value.string_run(text):
-            return False
-        self._parts.append(text)
-        return True
 
     def step(self, final: bool) -> bool:
         block = self._block
@@ -349,11 +321,6 @@ class JsonBlock(BlockParser):
     """A block whose calls, or their arguments, are JSON read by a part on its buffer."""
 
     part: JsonCall | JsonArgs
-
-    def args_run(self, text: str) -> bool:
-        # A part inside a string has read everything fed (the block trimmed it away), and
-        # it is in the state that reads it: a part leaves its state only once done.
-        return self.open and self.pos == len(self.buf) and self.part.args_run(text)
 
     def read_part(self, then: str, final: bool) -> bool:
         """Let the part read; once it is done, go on to ``then``."""

@@ -34,7 +34,7 @@ from proxy.core.markup.block import (
     Handler,
     expect,
 )
-from proxy.core.markup.params import ArgsWriter, string_json
+from proxy.core.markup.params import ArgsWriter
 
 LIST = "["
 PYTHON_START = "<|python_start|>"
@@ -191,23 +191,16 @@ class PythonicBlock(BlockParser):
             self.pos = exc.pos
             raise
         self._parts.append(self.buf[start:end])
-        self.pending += end - start
         self.pos = end
         if ending is None:
             return end > start
         self.pos += 1
-        self.pending = 0
         value = literal_json("".join(self._parts).strip(WHITESPACE))
         self.emit(CallArgs(self._writer.key(self._key) + value))
         if ending == ",":
             self.state = "arg_key"
             return True
         return self._close_call()
-
-    def flush(self) -> None:
-        if self.state == "arg_value" and "".join(self._parts).strip(WHITESPACE):
-            value = string_json("".join(self._parts).strip(WHITESPACE))
-            self.emit(CallArgs(self._writer.key(self._key) + value))
 
     def _close_call(self) -> bool:
         self.emit(CallArgs(self._writer.end()))

@@ -62,9 +62,6 @@ class ThinkBlock:
         out, self._buf = self._buf, ""
         return Step([Text(out)] if out else [], rest="")
 
-    def args_run(self, text: str) -> bool:
-        return False
-
     @property
     def held(self) -> int:
         return len(self._buf)

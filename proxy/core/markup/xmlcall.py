@@ -21,7 +21,6 @@ from proxy.core.markup.params import (
     Schema,
     is_text,
     json_value,
-    string_json,
     typed_json,
 )
 from proxy.core.markup.scan import MarkerScanner
@@ -64,11 +63,6 @@ class ParamsBlock(BlockParser):
             self.state = "text_value"
         else:
             self.state = "typed_value"
-
-    def flush(self) -> None:
-        if self.state == "typed_value" and self.gathered:
-            value = "".join(self.gathered)
-            self.emit(CallArgs(self._writer.key(self._key) + string_json(value)))
 
     def _text_value(self, final: bool) -> bool:
         assert self._value_end is not None

@@ -93,3 +93,54 @@ def test_mutated_markup_fails_open(name, data):
     assert run([mutated], [name]) == out
     if not calls(out):
         assert text(out) == mutated
+
+
+def _call_ends(content: str, name: str) -> list[int]:
+    """Where in ``content`` the markup of each call it gives ends: the shortest prefix that
+    gives as many calls."""
+    ends: list[int] = []
+    for n in range(len(content) + 1):
+        if len(calls(run([content[:n]], [name]))) > len(ends):
+            ends.append(n)
+    return ends
+
+
+def _is_whole_or_text(content: str, name: str, ends: list[int]) -> None:
+    """Issue 24 item 4: markup that breaks or is cut inside a call never yields that call,
+    nor part of the call plus part of its text. Every call that comes out is complete (none
+    closed with an error) and is the call the markup up to its end gives; what comes after
+    it is the input after it as it was, but for the end of its block (a closing tag)."""
+    out = run([content], [name])
+    end = ends[len(calls(out)) - 1] if calls(out) else 0
+    assert all(call.error is None for call in calls(out))
+    before = run([content[:end]], [name])
+    assert calls(before) == calls(out)
+    assert text(out).startswith(text(before))
+    after = text(out)[len(text(before)) :]
+    assert content[end:].endswith(after)
+    if not calls(out):
+        assert text(out) == content
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_markup_cut_anywhere_is_whole_calls_then_its_text(name):
+    sample = SAMPLES[name]
+    ends = _call_ends(sample, name)
+    for length in range(len(sample) + 1):
+        _is_whole_or_text(sample[:length], name, ends)
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_broken_markup_is_whole_calls_then_its_text(name, data):
+    sample = SAMPLES[name]
+    at = data.draw(st.integers(0, len(sample) - 1))
+    char = data.draw(st.sampled_from(list('<>|{}[]"x ,:')))
+    mutated = sample[:at] + char + sample[at + 1 :]
+    out = run(cut(data, mutated), [name])
+    # Issue 24 item 4: a call that breaks is given back as text, never closed with an error
+    assert all(call.error is None for call in calls(out))
+    assert out == run([mutated], [name])
+    if not calls(out):
+        assert text(out) == mutated

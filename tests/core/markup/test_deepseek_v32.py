@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from proxy.core.markup import build_extractor
-from proxy.core.markup.base import CallArgs, CallOpen, Text
-from tests.core.markup.helpers import TOOLS, WEATHER, Call, calls, cuts, run, text
+from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Text
+from tests.core.markup.helpers import TOOLS, WEATHER, Call, calls, cuts, merged, run, text
 
 FC, FC_END = "<｜DSML｜function_calls>", "</｜DSML｜function_calls>"
 TIMER = {
@@ -115,15 +115,23 @@ def test_deepseek_v32_examples(case, cut):
     assert text(out) == expected_text
 
 
-def test_deepseek_v32_text_values_stream_while_written():
+def test_deepseek_v32_a_call_goes_out_when_its_invoke_closes():
+    # Issue 24 item 4: a markup call is held until its markup is complete, and markup that
+    # breaks inside a call is given back as the text it was (before: the call streamed and was
+    # closed with an error).
     extractor = build_extractor(["deepseek_v32"], TOOLS)
     assert extractor is not None
     got = extractor.feed(
         f'{FC}\n<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" string="true">Lo'
     )
-    assert got == [CallOpen("get_weather"), CallArgs("{"), CallArgs('"city": "'), CallArgs("Lo")]
-    assert extractor.feed("ndon</｜DSML｜para") == [CallArgs("ndon")]
-    assert extractor.feed("meter>") == [CallArgs('"')]
+    assert got == []
+    assert extractor.feed("ndon</｜DSML｜para") == []
+    assert extractor.feed("meter>\n") == []
+    assert merged(extractor.feed("</｜DSML｜invoke>")) == [
+        CallOpen("get_weather"),
+        CallArgs('{"city": "London"}'),
+        CallClose(),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -141,16 +149,16 @@ def test_deepseek_v32_prose_and_malformed_blocks_stay_text(markup):
         assert run(chunks, ["deepseek_v32"]) == [Text(markup)]
 
 
-def test_deepseek_v32_a_broken_parameter_tag_closes_the_call_with_an_error():
+def test_deepseek_v32_a_broken_parameter_tag_is_given_back_as_text():
+    # Issue 24 item 4: a markup call is held until its markup is complete, and markup that
+    # breaks inside a call is given back as the text it was (before: the call streamed and was
+    # closed with an error).
     markup = (
         f'{FC}\n<｜DSML｜invoke name="get_weather">\n'
         '<｜DSML｜parameter name="city" string="maybe">x</｜DSML｜parameter>'
     )
-    out = run(cuts(markup)["tokens"], ["deepseek_v32"])
-    (call,) = calls(out)
-    assert call.error
-    assert call.args == "{"
-    assert text(out).startswith(' name="city" string="maybe">')
+    for chunks in cuts(markup).values():
+        assert run(chunks, ["deepseek_v32"]) == [Text(markup)]
 
 
 def test_deepseek_v32_a_tag_broken_by_a_bracket_breaks_the_same_way_however_it_is_cut():
@@ -163,6 +171,6 @@ def test_deepseek_v32_a_tag_broken_by_a_bracket_breaks_the_same_way_however_it_i
         f"</｜DSML｜invoke>\n{FC_END}"
     )
     whole = run([markup], ["deepseek_v32"])
-    assert calls(whole)[0].error
+    assert whole == [Text(markup)]  # issue 24 item 4: given back whole (was: a call's error)
     for chunks in cuts(markup).values():
         assert run(chunks, ["deepseek_v32"]) == whole

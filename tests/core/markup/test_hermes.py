@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.core.markup.base import CallArgs, CallOpen, Text
-from tests.core.markup.helpers import Call, calls, cuts, run, text
+from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Text
+from tests.core.markup.helpers import Call, calls, cuts, merged, run, text
 
 CASES = {
     "single": (
@@ -67,7 +67,9 @@ def test_hermes_examples(case, cut):
     assert text(out) == expected_text
 
 
-def test_hermes_arguments_stream_before_the_call_ends():
+def test_hermes_call_goes_out_when_its_object_is_complete():
+    # Issue 24 item 4: a markup call is held until its object is complete (before: opened
+    # at its name, its arguments streamed as they came).
     from proxy.core.markup import build_extractor
     from tests.core.markup.helpers import TOOLS
 
@@ -75,8 +77,14 @@ def test_hermes_arguments_stream_before_the_call_ends():
     assert extractor is not None
     assert extractor.feed("Hi <tool_") == [Text("Hi ")]
     assert extractor.feed('call>\n{"name": "get_wea') == []
-    assert extractor.feed('ther", ') == [CallOpen("get_weather")]
-    assert extractor.feed('"arguments": {"city": "Par') == [CallArgs('{"city": "Par')]
+    assert extractor.feed('ther", ') == []
+    assert extractor.feed('"arguments": {"city": "Par') == []
+    assert extractor.held == len('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par')
+    assert merged(extractor.feed('is"}}')) == [
+        CallOpen("get_weather"),
+        CallArgs('{"city": "Paris"}'),
+        CallClose(),
+    ]
     assert extractor.held == 0
 
 
@@ -108,11 +116,9 @@ def test_hermes_malformed_before_the_name_is_content(markup):
         assert run(chunks, ["hermes"]) == [Text(markup)]
 
 
-def test_hermes_broken_after_the_name_closes_the_call_with_an_error():
+def test_hermes_broken_after_the_name_is_content():
+    # Issue 24 item 4: markup broken or cut inside a call is given back as the text it was
+    # (before: a call closed with an error holding what arrived).
     markup = '<tool_call>{"name": "get_weather", "arguments": {"city": "Par'
     for chunks in cuts(markup).values():
-        out = run(chunks, ["hermes"])
-        (call,) = calls(out)
-        assert call.name == "get_weather"
-        assert call.args == '{"city": "Par'
-        assert call.error
+        assert run(chunks, ["hermes"]) == [Text(markup)]

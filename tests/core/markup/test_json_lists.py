@@ -84,8 +84,22 @@ def test_hunyuan_answer_tags_stay_where_they_wrap_no_block():
         assert text(out) == "<answer>Sure.</answer>"
 
 
-def test_json_list_broken_after_a_call_opened_closes_it_and_gives_back_the_rest():
+def test_json_list_broken_after_a_call_opened_is_given_back_as_text():
+    # Issue 24 item 4: a markup call is held until its markup is complete, and markup that
+    # breaks inside a call is given back as the text it was (before: the call streamed and was
+    # closed with an error).
     content = '<TOOLCALL>[{"name": "get_weather", "arguments": {"city": <}}]</TOOLCALL>'
-    (call,) = calls(run([content], ["nemotron"]))
-    assert call.error
-    assert call.args == '{"city": '
+    assert run([content], ["nemotron"]) == [Text(content)]
+
+
+def test_json_list_a_complete_call_stays_when_a_later_one_breaks():
+    # Issue 24 item 4: calls are given out one by one as each completes; the broken one's
+    # text comes back from the end of the last complete call.
+    content = (
+        '<TOOLCALL>[{"name": "get_time", "arguments": {}}, '
+        '{"name": "get_weather", "arguments": {"city": "Par</TOOLCALL>'
+    )
+    for chunks in cuts(content).values():
+        out = run(chunks, ["nemotron"])
+        assert calls(out) == [Call("get_time", {})]
+        assert text(out) == ', {"name": "get_weather", "arguments": {"city": "Par</TOOLCALL>'

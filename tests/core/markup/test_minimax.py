@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from proxy.core.markup import build_extractor
-from proxy.core.markup.base import CallArgs, CallOpen, Text
-from tests.core.markup.helpers import TOOLS, WEATHER, Call, calls, cuts, run, text
+from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Text
+from tests.core.markup.helpers import TOOLS, WEATHER, Call, calls, cuts, merged, run, text
 
 SEARCH = {
     "type": "function",
@@ -134,15 +134,23 @@ def test_minimax_examples(case, cut):
     assert text(out) == expected_text
 
 
-def test_minimax_string_values_stream_while_written():
+def test_minimax_a_call_goes_out_when_its_invoke_closes():
+    # Issue 24 item 4: a markup call is held until its markup is complete, and markup that
+    # breaks inside a call is given back as the text it was (before: the call streamed and was
+    # closed with an error).
     extractor = build_extractor(["minimax_m2"], TOOLS)
     assert extractor is not None
     got = extractor.feed(
         '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">New '
     )
-    assert got == [CallOpen("get_weather"), CallArgs("{"), CallArgs('"city": "'), CallArgs("New ")]
-    assert extractor.feed("York</para") == [CallArgs("York")]
-    assert extractor.feed("meter>") == [CallArgs('"')]
+    assert got == []
+    assert extractor.feed("York</para") == []
+    assert extractor.feed("meter>") == []
+    assert merged(extractor.feed("</invoke>")) == [
+        CallOpen("get_weather"),
+        CallArgs('{"city": "New York"}'),
+        CallClose(),
+    ]
 
 
 def test_minimax_typed_values_go_out_complete():
@@ -150,7 +158,12 @@ def test_minimax_typed_values_go_out_complete():
     assert extractor is not None
     extractor.feed('<minimax:tool_call><invoke name="get_weather"><parameter name="days">1')
     assert extractor.feed("2") == []
-    assert extractor.feed("</parameter>") == [CallArgs('"days": 12')]
+    assert extractor.feed("</parameter>") == []  # issue 24 item 4: held to the call's end
+    assert merged(extractor.feed("</invoke>")) == [
+        CallOpen("get_weather"),
+        CallArgs('{"days": 12}'),
+        CallClose(),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -169,8 +182,9 @@ def test_minimax_prose_and_malformed_blocks_stay_text(markup):
         assert run(chunks, ["minimax_m2"]) == [Text(markup)]
 
 
-def test_minimax_block_cut_short_closes_the_call_with_what_arrived():
+def test_minimax_block_cut_short_is_given_back_as_text():
+    # Issue 24 item 4: a markup call is held until its markup is complete, and markup that
+    # breaks inside a call is given back as the text it was (before: the call streamed and was
+    # closed with an error).
     markup = '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="days">3'
-    (call,) = calls(run(cuts(markup)["tokens"], ["minimax_m2"]))
-    assert call.error
-    assert call.args == '{"days": "3"'
+    assert run(cuts(markup)["tokens"], ["minimax_m2"]) == [Text(markup)]

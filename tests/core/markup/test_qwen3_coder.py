@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from proxy.core.markup import build_extractor
-from proxy.core.markup.base import CallArgs, CallOpen, Text
-from tests.core.markup.helpers import TOOLS, Call, calls, cuts, run, text
+from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Text
+from tests.core.markup.helpers import TOOLS, Call, calls, cuts, merged, run, text
 
 
 def qwen(name: str, **params: str) -> str:
@@ -83,13 +83,21 @@ def test_qwen3_coder_examples(case, cut):
     assert text(out) == expected_text
 
 
-def test_qwen3_coder_string_values_stream_while_written():
+def test_qwen3_coder_a_call_goes_out_when_its_function_closes():
+    # Issue 24 item 4: a markup call is held until its markup is complete, and markup that
+    # breaks inside a call is given back as the text it was (before: the call streamed and was
+    # closed with an error).
     extractor = build_extractor(["qwen3_coder"], TOOLS)
     assert extractor is not None
     got = extractor.feed("<tool_call>\n<function=get_weather>\n<parameter=city>\nNew ")
-    assert got == [CallOpen("get_weather"), CallArgs("{"), CallArgs('"city": "'), CallArgs("New ")]
-    assert extractor.feed("York\n</para") == [CallArgs("York")]
-    assert extractor.feed("meter>\n") == [CallArgs('"')]
+    assert got == []
+    assert extractor.feed("York\n</para") == []
+    assert extractor.feed("meter>\n") == []
+    assert merged(extractor.feed("</function>")) == [
+        CallOpen("get_weather"),
+        CallArgs('{"city": "New York"}'),
+        CallClose(),
+    ]
 
 
 def test_qwen3_coder_typed_values_go_out_complete():
@@ -98,7 +106,10 @@ def test_qwen3_coder_typed_values_go_out_complete():
     extractor.feed("<tool_call>\n<function=get_weather>\n<parameter=days>\n1")
     assert extractor.feed("2") == []
     assert extractor.held >= 2
-    assert extractor.feed("\n</parameter>") == [CallArgs('"days": 12')]
+    assert extractor.feed("\n</parameter>") == []  # issue 24 item 4: held to the call's end
+    assert extractor.held == len(
+        "<tool_call>\n<function=get_weather>\n<parameter=days>\n12\n</parameter>"
+    )
 
 
 def test_qwen3_coder_falls_back_to_hermes_under_auto():
@@ -106,13 +117,12 @@ def test_qwen3_coder_falls_back_to_hermes_under_auto():
     assert calls(run([markup])) == [Call("get_time", {})]
 
 
-def test_qwen3_coder_truncated_call_is_closed_with_an_error():
+def test_qwen3_coder_truncated_call_is_given_back_as_text():
+    # Issue 24 item 4: a markup call is held until its markup is complete, and markup that
+    # breaks inside a call is given back as the text it was (before: the call streamed and was
+    # closed with an error).
     markup = "<tool_call>\n<function=get_weather>\n<parameter=days>\n3"
-    out = run(cuts(markup)["tokens"], ["qwen3_coder"])
-    (call,) = calls(out)
-    assert call.error
-    assert call.args == '{"days": "3"'
-    assert text(out) == ""
+    assert run(cuts(markup)["tokens"], ["qwen3_coder"]) == [Text(markup)]
 
 
 def test_qwen3_coder_prose_about_tags_is_content():

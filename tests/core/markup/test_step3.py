@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from proxy.core.markup import build_extractor
-from proxy.core.markup.base import CallArgs, CallOpen, Text
-from tests.core.markup.helpers import TOOLS, WEATHER, Call, calls, cuts, run, text
+from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Text
+from tests.core.markup.helpers import TOOLS, WEATHER, Call, calls, cuts, merged, run, text
 
 B, E = "<｜tool_calls_begin｜>", "<｜tool_calls_end｜>"
 CB, CE, SEP = "<｜tool_call_begin｜>", "<｜tool_call_end｜>", "<｜tool_sep｜>"
@@ -113,14 +113,20 @@ def test_step3_examples(case, cut):
     assert text(out) == expected_text
 
 
-def test_step3_string_values_stream_while_written():
+def test_step3_a_call_goes_out_when_its_invoke_closes():
     extractor = build_extractor(["step3"], TOOLS)
     assert extractor is not None
     got = extractor.feed(
         f'{B}{CB}function{SEP}<steptml:invoke name="get_weather"><steptml:parameter name="city">Os'
     )
-    assert got == [CallOpen("get_weather"), CallArgs("{"), CallArgs('"city": "'), CallArgs("Os")]
-    assert extractor.feed("lo</steptml:param") == [CallArgs("lo")]
+    # Issue 24 item 4: held until the call's markup is complete (was: streamed as written).
+    assert got == []
+    assert extractor.feed("lo</steptml:param") == []
+    assert merged(extractor.feed("eter></steptml:invoke>")) == [
+        CallOpen("get_weather"),
+        CallArgs('{"city": "Oslo"}'),
+        CallClose(),
+    ]
 
 
 def test_step3_is_not_deepseek():

@@ -199,7 +199,7 @@ class ChoiceNormalizer:
         """The finish the proxy writes for calls the upstream did not finish as such: ``length``
         for a call cut off, so that no client runs it; else ``tool_calls`` (counted as
         ``repair``). Known once the calls have ended (``_end_all``)."""
-        if self._cut or self._markup.cut:
+        if self._cut:
             self._record(Repair.ARGS_TRUNCATED)
             return "length"
         if repair is not None:

@@ -212,12 +212,11 @@ class _Fixer:
                 self._record(Repair.DIALECT_ERROR)
                 continue
             segments += closing
+            # markup that broke or stopped inside a call came back as text (issue 24 item 4)
+            if extractor.broken:
+                self._repairs[Repair.MARKUP_BROKEN] += extractor.broken
             found = self._calls_from(segments, extractor)
             if found:
-                # a block still open when the text ends closes with an error: a call cut off
-                self._markup_cut = self._markup_cut or any(
-                    isinstance(seg, CallClose) and seg.error is not None for seg in closing
-                )
                 calls += found
                 texts[key] = "".join(s.text for s in segments if isinstance(s, Text))
         if not calls:
@@ -244,9 +243,7 @@ class _Fixer:
                     )
                 case CallArgs(text=text):
                     args.append(text)
-                case CallClose(error=error):
-                    if error is not None:
-                        self._record(Repair.MARKUP_BROKEN)
+                case CallClose():
                     if calls:
                         calls[-1]["function"]["arguments"] = "".join(args) or "{}"
                     args = []

@@ -26,6 +26,7 @@ class MarkupBridge:
     """Markup in the text fields of one choice, to calls."""
 
     __slots__ = (
+        "_broken",
         "_calls",
         "_ctx",
         "_held_text",
@@ -49,8 +50,8 @@ class MarkupBridge:
         self.extractors: dict[str, Extractor | None] = {}  #: by text field; None: stopped
         self.open_calls: dict[str, Call | None] = {}  #: by text field: the call its markup has open
         self._held_text: dict[str, str] = {}  # what an extractor holds, as far as known
+        self._broken = 0  # calls whose markup broke, as the extractors counted them so far
         self.extracting = bool(ctx.extract)
-        self.cut = False  #: a call's markup was still open when its text ended
 
     @property
     def markup_call(self) -> Call | None:
@@ -73,6 +74,7 @@ class MarkupBridge:
                 self._dialect_failed(key, text, sink)
                 continue
             self.account(key, text, segments)
+            self._count_broken()
             self._segments(key, segments, sink)
         # the leading text goes back into the head, where it came from
         if sink.own and isinstance(lead := sink.own[0].delta, FieldsDelta):
@@ -102,6 +104,14 @@ class MarkupBridge:
         self._ctx.held += len(held) - len(self._held_text[key])
         self._held_text[key] = held
 
+    def _count_broken(self) -> None:
+        """Count the calls whose markup broke or stopped and went back as text (issue 24
+        item 4): ``markup-broken``."""
+        broken = sum(e.broken for e in self.extractors.values() if e is not None)
+        if broken > self._broken:
+            self._ctx.repairs[Repair.MARKUP_BROKEN] += broken - self._broken
+        self._broken = broken
+
     def _segments(self, key: str, segments: list[Segment], sink: Sink) -> None:
         for seg in segments:
             call = self.open_calls.get(key)
@@ -124,9 +134,7 @@ class MarkupBridge:
                         self._input(call, CallInput.ARGS, text, sink)
                     elif text:  # outside a call (a dialect bug): keep the text as text
                         sink.put(self._pieces.piece({key: text}))
-                case CallClose(error=error):
-                    if error is not None:
-                        self._record(Repair.MARKUP_BROKEN)
+                case CallClose():
                     if call is not None and closes_whole(self._calls.table, call.state):
                         call.whole = True
                         self._calls.send_whole_calls(sink)
@@ -140,18 +148,17 @@ class MarkupBridge:
         for key, extractor in self.extractors.items():
             if extractor is None:
                 continue
-            self.extractors[key] = None
             try:
                 segments = extractor.close()
             except DialectError:
+                self.extractors[key] = None
                 self._dialect_failed(key, "", sink)
                 continue
             self._ctx.held -= len(self._held_text[key])
             self._held_text[key] = ""
-            # a block still open when its text ends closes with an error: the call was cut off
-            self.cut = self.cut or any(
-                isinstance(seg, CallClose) and seg.error is not None for seg in segments
-            )
+            # a block still open when its text ends is given back as text, counted
+            self._count_broken()
+            self.extractors[key] = None
             self._segments(key, segments, sink)
 
     def _dialect_failed(self, key: str, text: str, sink: Sink) -> None:

@@ -153,14 +153,17 @@ def test_a_stripped_harmony_stream_becomes_a_call_token_by_token():
     assert n.repairs["markup-in-content:harmony"] == 1
 
 
-def test_markup_cut_short_closes_the_call_with_what_arrived_and_records_it():
-    out, n = normalize(stream('<tool_call>\n{"name": "get_weather", "arguments": {"a": 1'))
+def test_markup_cut_short_is_given_back_as_text_and_recorded():
+    # Issue 24 item 4: markup that stops inside a call is the text it was, and the finish the
+    # upstream's (before: a call with what arrived, finishing with length).
+    markup = '<tool_call>\n{"name": "get_weather", "arguments": {"a": 1'
+    out, n = normalize(stream(markup))
     seen = reconstruct(out).choices[0]
-    assert seen.calls[0].text == '{"a": 1'
+    assert seen.calls == []
+    assert "".join(seen.content) == markup
     assert n.repairs["markup-broken"] == 1
-    # the upstream's stop would become tool_calls; the call was cut off, so it is length
-    assert seen.finish_reason == "length"
-    assert n.repairs["args-truncated"] == 1
+    assert seen.finish_reason == "stop"
+    assert "args-truncated" not in n.repairs
 
 
 @pytest.mark.parametrize(
@@ -172,13 +175,16 @@ def test_markup_cut_short_closes_the_call_with_what_arrived_and_records_it():
     ],
     ids=["in-the-arguments", "after-the-arguments"],
 )
-def test_a_clean_end_inside_markup_finishes_with_length(markup: str):
+def test_a_clean_end_inside_markup_gives_it_back_as_text(markup: str):
+    # Issue 24 item 4: the block never closed, so it is no call but the text it was (before:
+    # a call cut off, finishing with length).
     body = event({"role": "assistant", "content": None}) + event({"content": markup})
     out, n = normalize(body)  # no finish chunk, no [DONE]
     seen = reconstruct(out).choices[0]
-    assert [c.name for c in seen.calls] == ["get_weather"]
-    assert seen.finish_reason == "length"
-    assert n.repairs["args-truncated"] == 1
+    assert seen.calls == []
+    assert "".join(seen.content) == markup
+    assert n.repairs["markup-broken"] == 1
+    assert "args-truncated" not in n.repairs
     assert out.endswith(b"data: [DONE]\n\n")
 
 
@@ -292,14 +298,15 @@ def test_markup_in_a_message_becomes_calls_when_not_streamed():
     ],
     ids=["in-the-arguments", "after-the-arguments"],
 )
-def test_markup_cut_off_in_a_message_finishes_with_length(markup: str):
+def test_markup_cut_off_in_a_message_stays_text(markup: str):
+    # Issue 24 item 4: as in a stream, the markup that never closed is no call (before: a
+    # call cut off, finishing with length); the message comes back as it came.
+    body = completion(markup)
     out, repairs = normalize_completion(
-        completion(markup), ON, RequestInfo.from_body(TOOLS), new_id=counting_ids()
+        body, ON, RequestInfo.from_body(TOOLS), new_id=counting_ids()
     )
-    choice = json.loads(out)["choices"][0]
-    assert [c["function"]["name"] for c in choice["message"]["tool_calls"]] == ["get_weather"]
-    assert choice["finish_reason"] == "length"
-    assert repairs["args-truncated"] == 1
+    assert out == body
+    assert repairs == {"markup-broken": 1}
 
 
 # -- a dialect that raises ---------------------------------------------------------------------
@@ -332,6 +339,10 @@ class FailingHermes:
     @property
     def held(self) -> int:
         return self._real.held
+
+    @property
+    def broken(self) -> int:
+        return self._real.broken
 
     @property
     def dialect(self) -> str | None:
@@ -388,13 +399,16 @@ def test_new_dialects_become_calls_only_when_tools_were_offered(name):
 
 
 @pytest.mark.parametrize("name", NEW_DIALECTS)
-def test_new_dialects_cut_inside_a_call_close_it_and_count_the_break(name):
+def test_new_dialects_cut_inside_a_call_give_it_back_and_count_the_break(name):
+    # Issue 24 item 4: the cut call is the text it was (before: a call closed where it broke)
     sample = SAMPLES[name]
     cut_at = sample.index("Zürich") + 3
     out, n = normalize(stream(*tokens(sample[:cut_at])), UpstreamOptions(dialects=(name,)))
-    (call,) = reconstruct(out).choices[0].calls
-    assert call.name == "get_weather"
-    assert n.repairs["markup-broken"] == 1
+    seen = reconstruct(out).choices[0]
+    assert seen.calls == []
+    assert "".join(seen.content) == sample[:cut_at]
+    # each block that broke counts: Hunyuan's <answer> and the <tool_calls> inside it
+    assert n.repairs["markup-broken"] == (2 if name == "hunyuan" else 1)
 
 
 @pytest.mark.parametrize(
