@@ -87,6 +87,8 @@ class Repair(StrEnum):
     BLOCK_STOP_MISSING = "block-stop-missing"  # M3: a block never stopped
     MESSAGE_DELTA_MISSING = "message-delta-missing"  # the stream ended without message_delta
     MESSAGE_STOP_MISSING = "message-stop-missing"  # M3: ... or without message_stop
+    # issue 24 item 1's Messages twin: a message_delta that blocks (or another) followed
+    MESSAGE_DELTA_EARLY = "message-delta-early"
     MESSAGE_START_MISSING = "message-start-missing"  # a block before any message_start
     MESSAGE_START_REPEATED = "message-start-repeated"  # M4: duplicated or spliced
     BLOCKS_OVERLAP = "blocks-overlap"  # llama.cpp: a block started before the last one stopped

@@ -12,6 +12,10 @@ proxy/core/repairs.py; docs/quirks.md M1-M4 and "llama.cpp's own endpoints"):
   its own late stop is dropped; a tool block whose input is still growing holds the later
   events, in order, until it stops or its input completes;
 * a block never stopped, a missing ``message_delta``/``message_stop`` (at a clean end only);
+* a ``message_delta`` that blocks follow (Kimi K2 and GLM send one after every tool_use
+  block): every ``message_delta`` waits for the message's end (``message_stop``, an error or
+  the stream's end) and a later one takes its place, so the client gets one, after every
+  block, with the last stop reason and usage;
 * ``stop_reason`` ``""``/``end_turn`` after tool_use blocks -> ``tool_use``; a finished turn
   whose tool input does not parse -> ``max_tokens``;
 * a second ``message_start`` (duplicated, or a second generation spliced in): dropped, the
@@ -83,6 +87,10 @@ class NativeMessages(BlockFlow):
             starting=self._ensure_started,
         )
         self._phase = Phase.NEW  # the message's (lifecycle.py)
+        #: the upstream's message_delta, held until the message ends (a block after it makes
+        #: it early), with its place among the upstream's events and whether it was counted
+        self._delta: tuple[int, Event, JSONObject] | None = None
+        self._delta_early = False
 
     # -- the verbs the pump drives
 
@@ -101,14 +109,12 @@ class NativeMessages(BlockFlow):
             self.drain(self._dispatch)
         self.end_active_input(cut=not complete)
         if complete and self._phase in STARTED:
-            self.finish_active(Repair.BLOCK_STOP_MISSING)
-            if self._phase not in DELTA_SEEN:
-                self.note(Repair.MESSAGE_DELTA_MISSING)
-                self.emit(self._message_delta())
-                self._phase = after(self._phase, Step.DELTA)
+            self._end_message()
             self.note(Repair.MESSAGE_STOP_MISSING)
             self.emit({"type": "message_stop"})
             self._phase = after(self._phase, Step.STOP)
+        elif self._delta is not None:  # cut after it: it goes out, and nothing more is added
+            self._release_delta()
         return self.take()
 
     # -- dispatch
@@ -156,7 +162,8 @@ class NativeMessages(BlockFlow):
         the events held as they came, in order; from here on every byte as it comes."""
         if counted:
             self.note(Repair.CAP_REACHED)
-        self.out += self.held_in_order()
+        delta, self._delta = self._delta, None
+        self.out += self.held_in_order([] if delta is None else [(delta[0], delta[1].raw)])
         self._raw = True
 
     def _dispatch(self, event: Event, payload: JSONObject) -> bool:
@@ -171,18 +178,16 @@ class NativeMessages(BlockFlow):
         elif kind == "content_block_stop":
             self.block_stop(event, payload)
         elif kind == "message_delta":
-            self.finish_active(Repair.BLOCK_STOP_MISSING)
             self._phase = after(self._phase, Step.DELTA)
-            self.write(event, payload, self._fix_delta(payload))
+            self._hold_delta(event, payload)
         elif kind == "message_stop":
-            self.finish_active(Repair.BLOCK_STOP_MISSING)
-            if self._phase not in DELTA_SEEN:
-                self.note(Repair.MESSAGE_DELTA_MISSING)
-                self.emit(self._message_delta())
+            self._end_message()
             self._phase = after(self._phase, Step.STOP)
             self.write(event, payload, False)
         else:  # ping, error, and what this proxy does not know: as they came
             if kind == "error":
+                if self._delta is not None:
+                    self._release_delta()
                 self._phase = after(self._phase, Step.ERROR)
             self.write(event, payload, False)
         return True
@@ -198,7 +203,40 @@ class NativeMessages(BlockFlow):
         self._phase = after(self._phase, Step.START)
         self.write(event, payload, self.note_all(native_fields.message_start(payload)))
 
+    def _hold_delta(self, event: Event, payload: JSONObject) -> None:
+        """A message_delta waits for the message's end: blocks may still follow it (Kimi K2
+        and GLM behind Anthropic-compatible endpoints send one after every tool_use block).
+        A later one takes its place: the message's stop reason and usage are the last."""
+        if self._delta is not None:
+            self.held_bytes -= len(self._delta[1].raw)
+            if not self._delta_early:
+                self.note(Repair.MESSAGE_DELTA_EARLY)
+        self._delta, self._delta_early = (self.current, event, payload), False
+        self.held_bytes += len(event.raw)
+
+    def _release_delta(self) -> None:
+        assert self._delta is not None
+        _, event, payload = self._delta
+        self._delta = None
+        self.held_bytes -= len(event.raw)
+        self.write(event, payload, self._fix_delta(payload))
+
+    def _end_message(self) -> None:
+        """The message ends (its message_stop, or a clean end): the block still streamed is
+        stopped, then its one message_delta goes out, the upstream's or one made up."""
+        self.finish_active(Repair.BLOCK_STOP_MISSING)
+        if self._delta is not None:
+            self._release_delta()
+        elif self._phase not in DELTA_SEEN:
+            self.note(Repair.MESSAGE_DELTA_MISSING)
+            self.emit(self._message_delta())
+            self._phase = after(self._phase, Step.DELTA)
+
     def _ensure_started(self) -> None:
+        """A block starts: the message must have begun, and a message_delta held was early."""
+        if self._delta is not None and not self._delta_early:
+            self._delta_early = True
+            self.note(Repair.MESSAGE_DELTA_EARLY)
         if self._phase not in STARTED:
             self._phase = after(self._phase, Step.START)
             self.note(Repair.MESSAGE_START_MISSING)
