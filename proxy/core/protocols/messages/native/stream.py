@@ -11,7 +11,12 @@ proxy/core/repairs.py; docs/quirks.md M1-M4 and "llama.cpp's own endpoints"):
   tool block whose input is a complete JSON object, is stopped when the next block starts, and
   its own late stop is dropped; a tool block whose input is still growing holds the later
   events, in order, until it stops or its input completes;
-* a block never stopped, a missing ``message_delta``/``message_stop`` (at a clean end only);
+* a block never stopped, a missing ``message_delta``/``message_stop`` (at a clean end only,
+  never after an error);
+* an error in another server's shape (llama-server b11434's ``event: error`` over
+  ``{"code": 500, "message": ..., "type": "server_error"}``, a bare ``{"error": {...}}``):
+  Anthropic's ``{"type": "error", "error": {"type": "api_error", "message": ...}}``, and
+  the proxy adds nothing after it;
 * a ``message_delta`` that blocks follow (Kimi K2 and GLM send one after every tool_use
   block): every ``message_delta`` waits for the message's end (``message_stop``, an error or
   the stream's end) and a later one takes its place, so the client gets one, after every
@@ -184,13 +189,24 @@ class NativeMessages(BlockFlow):
             self._end_message()
             self._phase = after(self._phase, Step.STOP)
             self.write(event, payload, False)
-        else:  # ping, error, and what this proxy does not know: as they came
-            if kind == "error":
-                if self._delta is not None:
-                    self._release_delta()
-                self._phase = after(self._phase, Step.ERROR)
+        elif native_fields.is_error(payload, event.event):
+            self._error(event, payload)
+        else:  # ping, and what this proxy does not know: as they came
             self.write(event, payload, False)
         return True
+
+    def _error(self, event: Event, payload: JSONObject) -> None:
+        """The upstream failed: its error, in Anthropic's shape, is the stream's last word
+        (nothing made up after it, no end of a block or of the message)."""
+        if self._delta is not None:
+            self._release_delta()
+        self._phase = after(self._phase, Step.ERROR)
+        reshaped = native_fields.error(payload)
+        if reshaped is None:
+            self.write(event, payload, False)
+        else:
+            self.note(Repair.ERROR_RESHAPED)
+            self.emit(reshaped)
 
     # -- the message
 
