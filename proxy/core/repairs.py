@@ -58,6 +58,10 @@ class Repair(StrEnum):
     # a finish the proxy would write as tool_calls (Q23, Q25) is "length": a call was cut off
     ARGS_TRUNCATED = "args-truncated"
     ERROR_FIELD = "error-field"  # Q30: llama.cpp's `error:` SSE line
+    # issue 24 item 7: a native stream's error in a shape its clients do not read
+    # (llama-server b11434's bare `data: {"error": ...}` on /v1/responses, its
+    # `{"code", "message", "type": "server_error"}` on /v1/messages)
+    ERROR_RESHAPED = "error-reshaped"
 
     # The canonical form (docs/quirks.md rules 5-10, and the client matrix's case m)
     CONTENT_BESIDE_TOOL_CALLS = "content-beside-tool-calls"  # rule 5
@@ -88,6 +92,8 @@ class Repair(StrEnum):
     BLOCK_STOP_MISSING = "block-stop-missing"  # M3: a block never stopped
     MESSAGE_DELTA_MISSING = "message-delta-missing"  # the stream ended without message_delta
     MESSAGE_STOP_MISSING = "message-stop-missing"  # M3: ... or without message_stop
+    # issue 24 item 1's Messages twin: a message_delta that blocks (or another) followed
+    MESSAGE_DELTA_EARLY = "message-delta-early"
     MESSAGE_START_MISSING = "message-start-missing"  # a block before any message_start
     MESSAGE_START_REPEATED = "message-start-repeated"  # M4: duplicated or spliced
     BLOCKS_OVERLAP = "blocks-overlap"  # llama.cpp: a block started before the last one stopped

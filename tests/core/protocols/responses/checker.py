@@ -19,6 +19,7 @@
   ``logprobs``; ``output_text.done`` and ``content_part.done`` hold the joined text; reasoning
   summary parts likewise;
 * the terminal ``response.output`` is every done item, in order, in full.
+* an ``error`` event (with its ``message``) comes between items, never inside one.
 
 It returns a ``Checked``: the payloads, the done items, the terminal response (None when cut).
 """
@@ -149,6 +150,11 @@ def check(body: bytes, *, complete: bool = True) -> Checked:
                 raise StreamViolation("output_item.done without an open item")
             items.append(_done(payload, current))
             current = None
+        elif kind == "error":  # the spec's error event: between items, with its message
+            if current is not None:
+                raise StreamViolation(f"error while item {current.index} is still open")
+            if not isinstance(payload.get("message"), str):
+                raise StreamViolation("error without a message")
         else:
             if current is None:
                 raise StreamViolation(f"{kind} outside any item")

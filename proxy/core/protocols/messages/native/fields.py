@@ -7,6 +7,7 @@ goes after them, as the re-encoding rule says) and returns the repair kinds it m
 from __future__ import annotations
 
 from proxy.core.jsonvalues import JSONObject
+from proxy.core.protocols.messages.errors import error_object, stream_error_type
 from proxy.core.repairs import Repair
 
 # the empty value each block type starts with; a gateway that drops empty fields loses them
@@ -70,6 +71,29 @@ def message_start(payload: JSONObject) -> list[Repair]:
             usage[key] = 0
             repairs.append(Repair.EMPTY_FIELD_DROPPED)
     return repairs
+
+
+def is_error(payload: JSONObject, event_name: str | None) -> bool:
+    """An upstream error: Anthropic's ``error`` event, or one in another server's shape (an
+    ``event: error`` line over ``{"code", "message", "type": "server_error"}``, llama-server
+    b11434; a bare ``{"error": {...}}``, the chat shape)."""
+    if payload.get("type") == "error" or event_name == "error":
+        return True
+    return "type" not in payload and isinstance(payload.get("error"), dict)
+
+
+def error(payload: JSONObject) -> JSONObject | None:
+    """An upstream error in Anthropic's shape, ``{"type": "error", "error": {"type",
+    "message"}}``; None when it is in that shape already."""
+    body = payload.get("error")
+    if payload.get("type") == "error" and isinstance(body, dict) and "message" in body:
+        return None
+    source = body if isinstance(body, dict) else payload
+    message = source.get("message")
+    if not isinstance(message, str):
+        message = str(source.get("message") or source.get("code") or "upstream error")
+    kind = source.get("type")
+    return error_object(message, stream_error_type(kind if isinstance(kind, str) else None))
 
 
 def message_delta(payload: JSONObject, *, tool_blocks: int, bad_input: bool) -> list[Repair]:

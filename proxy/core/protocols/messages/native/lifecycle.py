@@ -10,6 +10,8 @@ Rules:
   later byte passes as it came; an ``error`` event ends it as well;
 * a ``message_delta`` may come before any start (the stream never started a message): that
   is a phase of its own, so that a start after it still knows the delta came;
+* the ``message_delta`` is the upstream's last word on the message, whenever it came: held
+  until the message's end (stream.py), so blocks after it keep the phase;
 * a phase changes only by a transition of :data:`MESSAGE`; a missing one is a bug of the proxy
   (``NormalizerError``), never a guess;
 * an upstream block is open from its ``content_block_start`` until its ``content_block_stop``

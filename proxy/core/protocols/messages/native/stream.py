@@ -11,7 +11,16 @@ proxy/core/repairs.py; docs/quirks.md M1-M4 and "llama.cpp's own endpoints"):
   tool block whose input is a complete JSON object, is stopped when the next block starts, and
   its own late stop is dropped; a tool block whose input is still growing holds the later
   events, in order, until it stops or its input completes;
-* a block never stopped, a missing ``message_delta``/``message_stop`` (at a clean end only);
+* a block never stopped, a missing ``message_delta``/``message_stop`` (at a clean end only,
+  never after an error);
+* an error in another server's shape (llama-server b11434's ``event: error`` over
+  ``{"code": 500, "message": ..., "type": "server_error"}``, a bare ``{"error": {...}}``):
+  Anthropic's ``{"type": "error", "error": {"type": "api_error", "message": ...}}``, and
+  the proxy adds nothing after it;
+* a ``message_delta`` that blocks follow (Kimi K2 and GLM send one after every tool_use
+  block): every ``message_delta`` waits for the message's end (``message_stop``, an error or
+  the stream's end) and a later one takes its place, so the client gets one, after every
+  block, with the last stop reason and usage;
 * ``stop_reason`` ``""``/``end_turn`` after tool_use blocks -> ``tool_use``; a finished turn
   whose tool input does not parse -> ``max_tokens``;
 * a second ``message_start`` (duplicated, or a second generation spliced in): dropped, the
@@ -84,6 +93,10 @@ class NativeMessages(BlockFlow):
         )
         self.calls.follow(self._request, options)  # issue 25: the arguments at each call's end
         self._phase = Phase.NEW  # the message's (lifecycle.py)
+        #: the upstream's message_delta, held until the message ends (a block after it makes
+        #: it early), with its place among the upstream's events and whether it was counted
+        self._delta: tuple[int, Event, JSONObject] | None = None
+        self._delta_early = False
 
     # -- the verbs the pump drives
 
@@ -102,14 +115,12 @@ class NativeMessages(BlockFlow):
             self.drain(self._dispatch)
         self.end_active_input(cut=not complete)
         if complete and self._phase in STARTED:
-            self.finish_active(Repair.BLOCK_STOP_MISSING)
-            if self._phase not in DELTA_SEEN:
-                self.note(Repair.MESSAGE_DELTA_MISSING)
-                self.emit(self._message_delta())
-                self._phase = after(self._phase, Step.DELTA)
+            self._end_message()
             self.note(Repair.MESSAGE_STOP_MISSING)
             self.emit({"type": "message_stop"})
             self._phase = after(self._phase, Step.STOP)
+        elif self._delta is not None:  # cut after it: it goes out, and nothing more is added
+            self._release_delta()
         return self.take()
 
     # -- dispatch
@@ -157,7 +168,8 @@ class NativeMessages(BlockFlow):
         the events held as they came, in order; from here on every byte as it comes."""
         if counted:
             self.note(Repair.CAP_REACHED)
-        self.out += self.held_in_order()
+        delta, self._delta = self._delta, None
+        self.out += self.held_in_order([] if delta is None else [(delta[0], delta[1].raw)])
         self._raw = True
 
     def _dispatch(self, event: Event, payload: JSONObject) -> bool:
@@ -172,21 +184,30 @@ class NativeMessages(BlockFlow):
         elif kind == "content_block_stop":
             self.block_stop(event, payload)
         elif kind == "message_delta":
-            self.finish_active(Repair.BLOCK_STOP_MISSING)
             self._phase = after(self._phase, Step.DELTA)
-            self.write(event, payload, self._fix_delta(payload))
+            self._hold_delta(event, payload)
         elif kind == "message_stop":
-            self.finish_active(Repair.BLOCK_STOP_MISSING)
-            if self._phase not in DELTA_SEEN:
-                self.note(Repair.MESSAGE_DELTA_MISSING)
-                self.emit(self._message_delta())
+            self._end_message()
             self._phase = after(self._phase, Step.STOP)
             self.write(event, payload, False)
-        else:  # ping, error, and what this proxy does not know: as they came
-            if kind == "error":
-                self._phase = after(self._phase, Step.ERROR)
+        elif native_fields.is_error(payload, event.event):
+            self._error(event, payload)
+        else:  # ping, and what this proxy does not know: as they came
             self.write(event, payload, False)
         return True
+
+    def _error(self, event: Event, payload: JSONObject) -> None:
+        """The upstream failed: its error, in Anthropic's shape, is the stream's last word
+        (nothing made up after it, no end of a block or of the message)."""
+        if self._delta is not None:
+            self._release_delta()
+        self._phase = after(self._phase, Step.ERROR)
+        reshaped = native_fields.error(payload)
+        if reshaped is None:
+            self.write(event, payload, False)
+        else:
+            self.note(Repair.ERROR_RESHAPED)
+            self.emit(reshaped)
 
     # -- the message
 
@@ -199,7 +220,40 @@ class NativeMessages(BlockFlow):
         self._phase = after(self._phase, Step.START)
         self.write(event, payload, self.note_all(native_fields.message_start(payload)))
 
+    def _hold_delta(self, event: Event, payload: JSONObject) -> None:
+        """A message_delta waits for the message's end: blocks may still follow it (Kimi K2
+        and GLM behind Anthropic-compatible endpoints send one after every tool_use block).
+        A later one takes its place: the message's stop reason and usage are the last."""
+        if self._delta is not None:
+            self.held_bytes -= len(self._delta[1].raw)
+            if not self._delta_early:
+                self.note(Repair.MESSAGE_DELTA_EARLY)
+        self._delta, self._delta_early = (self.current, event, payload), False
+        self.held_bytes += len(event.raw)
+
+    def _release_delta(self) -> None:
+        assert self._delta is not None
+        _, event, payload = self._delta
+        self._delta = None
+        self.held_bytes -= len(event.raw)
+        self.write(event, payload, self._fix_delta(payload))
+
+    def _end_message(self) -> None:
+        """The message ends (its message_stop, or a clean end): the block still streamed is
+        stopped, then its one message_delta goes out, the upstream's or one made up."""
+        self.finish_active(Repair.BLOCK_STOP_MISSING)
+        if self._delta is not None:
+            self._release_delta()
+        elif self._phase not in DELTA_SEEN:
+            self.note(Repair.MESSAGE_DELTA_MISSING)
+            self.emit(self._message_delta())
+            self._phase = after(self._phase, Step.DELTA)
+
     def _ensure_started(self) -> None:
+        """A block starts: the message must have begun, and a message_delta held was early."""
+        if self._delta is not None and not self._delta_early:
+            self._delta_early = True
+            self.note(Repair.MESSAGE_DELTA_EARLY)
         if self._phase not in STARTED:
             self._phase = after(self._phase, Step.START)
             self.note(Repair.MESSAGE_START_MISSING)

@@ -101,13 +101,14 @@ class BlockFlow:
             self.pending.popleft()
             self.held_bytes -= len(waiting[1].raw)
 
-    def held_in_order(self) -> list[bytes]:
-        """Every upstream event held anywhere, as it came, in the order it came, held no more
-        (the stream gives up rewriting); text a dialect holds goes out as text first."""
+    def held_in_order(self, more: list[tuple[int, bytes]]) -> list[bytes]:
+        """Every upstream event held anywhere (and ``more``, the stream's own, each with its
+        place), as it came, in the order it came, held no more (the stream gives up
+        rewriting); text a dialect holds goes out as text first."""
         active = self.active
         if active is not None:
             self.text.close_markup(active)
-        held = [(at, event.raw) for at, event, _ in self.pending]
+        held = [*more, *((at, event.raw) for at, event, _ in self.pending)]
         self.pending.clear()
         call = active.call if active is not None else None
         if call is not None:

@@ -164,6 +164,10 @@ class NativeStream(ItemFlow):
             return
         payload = loads(item.data)
         if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
+            error = payload.get("error") if isinstance(payload, dict) else None
+            if isinstance(error, dict) and self._phase is not _OVER:
+                self._upstream_error(error)  # llama-server's bare error line
+                return
             self._out.append(item.raw)  # not a Responses event: passed on as it came
             return
         ev = WireEvent(payload, item.raw, self._arrived)
@@ -277,7 +281,34 @@ class NativeStream(ItemFlow):
 
     # -- the end -----------------------------------------------------------------------------
 
-    def _terminal(self, ev: WireEvent) -> None:
+    def _upstream_error(self, error: JSONObject) -> None:
+        """An error that is no Responses event (llama-server b11434 ends a failed generation
+        with a bare ``data: {"error": {...}}``, no type, no terminal event): the client gets
+        an ``error`` event and ``response.failed`` carrying its message, the items left open
+        ended before them; never a successful end."""
+        self.repair(Repair.ERROR_RESHAPED)
+        if self._phase is _NEW:
+            self.repair(Repair.CREATED_MISSING)
+            self._start(WireEvent({"type": "response.created", "response": {}}, None))
+        if self._phase is _CREATED:
+            self._phase = after(self._phase, Step.IN_PROGRESS)
+            self.insert({"type": "response.in_progress", "response": self._head()})
+        message = error.get("message")
+        if not isinstance(message, str):
+            message = str(error.get("message") or error.get("code") or "upstream error")
+        kind = error.get("type")
+        code = kind if isinstance(kind, str) and kind else "server_error"
+        response = {
+            **self._head(),
+            "status": "failed",
+            "error": {"code": code, "message": message},
+            "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
+        }
+        failed = WireEvent({"type": "response.failed", "response": response}, None)
+        self._terminal(failed, {"type": "error", "code": code, "message": message, "param": None})
+
+    def _terminal(self, ev: WireEvent, error: JSONObject | None = None) -> None:
+        """The response's end; ``error``: an error event the proxy sends right before it."""
         if self.calls.blocking is not None:
             self.calls.call_ended(self.calls.blocking, None)
         if self._extracting is not None:
@@ -288,7 +319,7 @@ class NativeStream(ItemFlow):
             if self.calls.blocking is not None:
                 self.calls.call_ended(self.calls.blocking, None)
             elif self._open_item is not None:
-                self.close_early(self._open_item)
+                self.close_early(self._open_item, failed=error is not None)
             self.release()
         response = ev.get("response")
         if not isinstance(response, dict):
@@ -305,12 +336,17 @@ class NativeStream(ItemFlow):
             ev.set("type", "response.incomplete")
             response["status"] = "incomplete"
             response["incomplete_details"] = {"reason": "max_output_tokens"}
+        if error is not None:
+            self.insert(error)
         self.emit(ev)
         self._phase = after(self._phase, Step.TERMINAL)
 
     def _fix_output(self, ev: WireEvent, response: JSONObject) -> None:
         """``output`` must be every item streamed, as its output_item.done showed it."""
         ours = [out.done for out in self._items if out.done is not None]
+        if ev.came is None:  # the proxy's own end: nothing of the upstream's to repair
+            response["output"] = ours
+            return
         theirs = response.get("output")
         if isinstance(theirs, list) and self.calls.dropped:  # the repeats dropped are no output
             kept = [item for item in theirs if not _dropped(item, self.calls.dropped)]

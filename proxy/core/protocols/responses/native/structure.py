@@ -366,9 +366,10 @@ class ItemFlow:
         events.sort(key=arrival)
         return events
 
-    def close_early(self, out: ClientItem) -> None:
+    def close_early(self, out: ClientItem, *, failed: bool = False) -> None:
         """End an item the upstream never ended (R3: no output_item.done for calls), at
-        the end of the stream; closing events of its that still come are dropped."""
+        the end of the stream; closing events of its that still come are dropped. A message
+        the upstream's failure cut (``failed``) is ``incomplete``."""
         self.repair(Repair.ITEM_DONE_MISSING)
         if out.up is not None and out.up.target is out:
             out.up.ended(EndStep.PROXY_ENDS)
@@ -378,7 +379,7 @@ class ItemFlow:
             item = {
                 "id": out.id,
                 "type": "message",
-                "status": "completed",
+                "status": "incomplete" if failed else "completed",
                 "role": "assistant",
                 "content": [message_part(t) for t in out.texts],
             }
