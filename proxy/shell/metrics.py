@@ -267,6 +267,13 @@ class Metrics:
             LATENCY_BUCKETS,
         )
         registry.register(self.chunk_processing)
+        self.tokens = Counter(
+            "toolcall_proxy_tokens",
+            "Tokens the upstream reported in its usage, by kind: prompt, completion,"
+            " reasoning, cached (nothing estimated; an answer without usage counts none).",
+            ["upstream", "model", "kind"],
+            registry=registry,
+        )
         self.upstream_errors = Counter(
             "toolcall_proxy_upstream_errors",
             "Upstream failures by kind: unreachable, connect_timeout, first_byte_timeout,"
@@ -310,6 +317,9 @@ class Metrics:
                 child(self.text_tool_calls, upstream, model, dialect or "unknown").inc(count)
         for kind, count in exchange.request_repairs.items():
             child(self.repairs, upstream, model, kind, "request").inc(count)
+        if (tokens := exchange.reported_tokens()) is not None:
+            for kind, count in tokens.reported():
+                child(self.tokens, upstream, model, kind).inc(count)
         for failed, kind in exchange.upstream_errors:
             child(self.upstream_errors, failed, kind).inc()
         if meter.bytes_in:
