@@ -26,6 +26,7 @@ from typing import Protocol
 
 from proxy.core import bridge
 from proxy.core.errors import ClientRequestError
+from proxy.core.events import Usage
 from proxy.core.jsonvalues import dumps
 from proxy.core.options import RequestInfo, UpstreamOptions
 from proxy.core.policy import Mode, Plan
@@ -34,12 +35,15 @@ from proxy.core.protocols.base import ChatRequest, ClientProtocol
 from proxy.core.protocols.chat.decode import completion_events
 from proxy.core.protocols.responses.context import ToolRef
 from proxy.core.protocols.responses.native.tools import NamesBack, names_back
+from proxy.core.usage import Tokens, UsageSeen, body_tokens, chat_tokens
 
 __all__ = [
     "ChatRequest",
     "Renames",
     "Rewrite",
     "StreamTransform",
+    "Tokens",
+    "UsageSeen",
     "WholeAnswer",
     "chat_request",
     "error_body",
@@ -47,6 +51,7 @@ __all__ = [
     "request_facts",
     "rewrite_stream",
     "translate_whole",
+    "whole_tokens",
 ]
 
 
@@ -69,10 +74,12 @@ class StreamTransform(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Rewrite:
-    """A rewritten stream: what the pump drives, and the repairs it counts as it goes."""
+    """A rewritten stream: what the pump drives, the repairs it counts as it goes, and the
+    usage the upstream reported (read at the end: ``usage.tokens()``)."""
 
     transform: StreamTransform
     repairs: Counter[str]
+    usage: UsageSeen
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +89,7 @@ class WholeAnswer:
     status: int
     body: bytes
     repairs: Counter[str]
+    tokens: Tokens | None = None  # the usage the chat upstream reported
 
 
 def _protocol(plan: Plan) -> ClientProtocol:
@@ -128,11 +136,16 @@ def rewrite_stream(
             new_id=new_id, request=RequestInfo.from_body(request.body), options=options
         )
         encoder = protocol.encoder(context=request.context, new_id=new_id, stream=True)
-        return Rewrite(bridge.ChatBridge(stream, encoder), stream.repairs)
+        return Rewrite(bridge.ChatBridge(stream, encoder), stream.repairs, stream.usage)
     native = protocol.native(new_id=new_id, request=request, options=options)
     if names:
         native = NamesBack(native, names, max_event_bytes=options.max_event_bytes)
-    return Rewrite(native, native.repairs)
+    return Rewrite(native, native.repairs, native.usage)
+
+
+def whole_tokens(plan: Plan, body: bytes) -> Tokens | None:
+    """The tokens a CHAT or NATIVE plan's whole upstream body reports (proxy/core/usage.py)."""
+    return body_tokens(_protocol(plan).name, body)
 
 
 def repair_whole(
@@ -173,17 +186,21 @@ def translate_whole(
     if streamed:
         stream = chat.native(new_id=new_id, request=info, options=options)
         whole = bridge.translate_whole(stream, encoder, body, complete=complete)
+        tokens = stream.usage.tokens()
         if whole.answer is None:
-            return WholeAnswer(502, error_body(plan, 502, whole.error), stream.repairs)
-        return WholeAnswer(200, dumps(whole.answer), stream.repairs)
+            return WholeAnswer(502, error_body(plan, 502, whole.error), stream.repairs, tokens)
+        return WholeAnswer(200, dumps(whole.answer), stream.repairs, tokens)
     fixed, repairs = chat.native_completion(body=body, request=info, options=options, new_id=new_id)
     events = completion_events(fixed) if complete else None
+    # the completion's usage, as its events carry it (read once, for the encoder)
+    usage = next((e.raw for e in events or () if isinstance(e, Usage)), None)
+    tokens = chat_tokens(usage) if usage else None
     if events is None:
         message = "the upstream's answer is not a chat completion"
-        return WholeAnswer(502, error_body(plan, 502, message), repairs)
+        return WholeAnswer(502, error_body(plan, 502, message), repairs, tokens)
     for event in events:
         encoder.feed(event)
-    return WholeAnswer(200, dumps(encoder.response()), repairs)
+    return WholeAnswer(200, dumps(encoder.response()), repairs, tokens)
 
 
 def error_body(plan: Plan, status: int, message: str) -> bytes:

@@ -13,6 +13,7 @@ from typing import Final, Protocol
 
 from aiohttp import web
 
+from proxy.core.streams import Tokens, UsageSeen
 from proxy.shell.meter import StreamMeter
 
 
@@ -49,6 +50,10 @@ class Exchange:
     # the request's own repairs (proxy/core/request_repairs/), made before it went upstream
     request_repairs: Counter[str] = field(default_factory=Counter)
     upstream_errors: list[tuple[str, str]] = field(default_factory=list)  # (upstream, kind)
+    # the tokens the upstream reported (issue 28 item 4): a whole answer's, or read at the
+    # end from what its rewritten stream saw
+    tokens: Tokens | None = None
+    usage: UsageSeen | None = None
 
     def upstream_failed(self, upstream: str, kind: str) -> None:
         self.upstream_errors.append((upstream, kind))
@@ -76,6 +81,12 @@ class Exchange:
         # a stalled client is not the upstream's failure, nor a rewrite that failed
         if end not in ("complete", "client_stalled", "rewrite_failed"):
             self.upstream_failed(self.upstream, end)
+
+    def reported_tokens(self) -> Tokens | None:
+        """The upstream's token counts, read once (the metrics and the access line ask)."""
+        if self.usage is not None:
+            self.tokens, self.usage = self.usage.tokens(), None
+        return self.tokens
 
     def all_repairs(self) -> Counter[str]:
         """Every repair of the exchange, to read (not to change): the metrics and the access

@@ -19,6 +19,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate
+from time import perf_counter
 from typing import Final, TypeVar, cast
 
 from aiohttp import hdrs, web
@@ -103,6 +104,26 @@ LATENCY_BUCKETS: Final = (
     1.0,
     2.5,
     10.0,
+)
+
+
+# A request's whole time and its time to first byte, as a client sees them: milliseconds for
+# an error of the proxy's own, minutes for a long generation or a long prompt to process.
+REQUEST_BUCKETS: Final = (
+    0.005,
+    0.025,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+    600.0,
 )
 
 
@@ -274,6 +295,27 @@ class Metrics:
             LATENCY_BUCKETS,
         )
         registry.register(self.chunk_processing)
+        self.duration = Histogram(
+            "toolcall_proxy_request_duration_seconds",
+            "Proxied requests from received to finished (the access line's duration_ms).",
+            ["upstream"],
+            buckets=REQUEST_BUCKETS,
+            registry=registry,
+        )
+        self.ttfb = Histogram(
+            "toolcall_proxy_time_to_first_byte_seconds",
+            "Proxied requests from received to their first body byte sent (ttfb_ms).",
+            ["upstream"],
+            buckets=REQUEST_BUCKETS,
+            registry=registry,
+        )
+        self.tokens = Counter(
+            "toolcall_proxy_tokens",
+            "Tokens the upstream reported in its usage, by kind: prompt, completion,"
+            " reasoning, cached (nothing estimated; an answer without usage counts none).",
+            ["upstream", "model", "kind"],
+            registry=registry,
+        )
         self.upstream_errors = Counter(
             "toolcall_proxy_upstream_errors",
             "Upstream failures by kind: unreachable, connect_timeout, first_byte_timeout,"
@@ -319,6 +361,13 @@ class Metrics:
                 child(self.args_schema_mismatches, upstream, model, dialect or "other").inc(count)
         for kind, count in exchange.request_repairs.items():
             child(self.repairs, upstream, model, kind, "request").inc(count)
+        now = perf_counter()
+        child(self.duration, upstream).observe(now - exchange.started_at)
+        if meter.first_out_at is not None:
+            child(self.ttfb, upstream).observe(meter.first_out_at - exchange.started_at)
+        if (tokens := exchange.reported_tokens()) is not None:
+            for kind, count in tokens.reported():
+                child(self.tokens, upstream, model, kind).inc(count)
         for failed, kind in exchange.upstream_errors:
             child(self.upstream_errors, failed, kind).inc()
         if meter.bytes_in:

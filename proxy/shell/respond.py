@@ -94,6 +94,7 @@ async def _in_place(
         else:
             response = await _head(request, resp, drop=(hdrs.CONTENT_LENGTH,))
         exchange.response_started(resp.status, streaming=True, repair_source=rewriting)
+        exchange.usage = rewriting.usage
         return await relay(
             request,
             state,
@@ -129,6 +130,7 @@ def _repaired_whole(
         names=names,
     )
     exchange.completion_rewritten(resp.status, repairs)
+    exchange.tokens = streams.whole_tokens(plan, body)
     exchange.meter.sending(fixed)
     if repairs:
         log.debug("upstream %s completion repairs: %s", upstream.route.name, dict(repairs))
@@ -176,10 +178,12 @@ async def _translated(
             new_id=new_id,
         )
         exchange.completion_rewritten(whole.status, whole.repairs)
+        exchange.tokens = whole.tokens
         return _answer(request, whole.status, whole.body)
     rewrite = streams.rewrite_stream(plan, options=options, request=chat, new_id=new_id)
     response = await _start_stream(request, resp)
     exchange.response_started(200, streaming=True, repair_source=rewrite)
+    exchange.usage = rewrite.usage
     return await relay(
         request,
         state,

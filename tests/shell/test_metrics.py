@@ -575,3 +575,39 @@ def test_batch_histogram_matches_prometheus_clients_own() -> None:
     assert samples(ours)[("t_seconds_bucket", "1e-05")] == 2  # on a bound counts as below it
     assert samples(ours)[("t_seconds_bucket", "10.0")] == 8
     assert samples(ours)[("t_seconds_bucket", "+Inf")] == 9
+
+
+async def test_request_duration_and_time_to_first_byte_as_the_client_sees_them(
+    start_upstream: StartUpstream, start_proxy: StartProxy
+) -> None:
+    """issue 28 item 5: the dashboard's quantiles, the upstream's own time included."""
+
+    async def slow(request: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(0.3)  # the prompt's processing: before the first byte
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(b'data: {"choices":[]}\n\n')
+        await asyncio.sleep(0.3)  # the generation: after it
+        await response.write(b"data: [DONE]\n\n")
+        return response
+
+    app = web.Application()
+    app.router.add_post(CHAT, slow)
+    proxy = await start_proxy(
+        UpstreamSettings(name="slow", url=upstream_url(await start_upstream(app)), normalize=False)
+    )
+    resp = await proxy.post(CHAT, json={"model": "m", "stream": True})
+    await resp.read()
+    name = "toolcall_proxy_request_duration_seconds"
+    assert await eventually(proxy, f"{name}_count", upstream="slow") == 1
+    samples = await scrape(proxy)
+    ttfb = "toolcall_proxy_time_to_first_byte_seconds"
+    assert value(samples, f"{ttfb}_count", upstream="slow") == 1
+    first, whole = (
+        value(samples, f"{ttfb}_sum", upstream="slow"),
+        value(samples, f"{name}_sum", upstream="slow"),
+    )
+    assert first is not None
+    assert whole is not None
+    assert 0.3 <= first <= whole - 0.3
+    assert value(samples, f"{ttfb}_bucket", upstream="slow", le="0.25") == 0

@@ -19,6 +19,7 @@ from typing import Protocol
 from proxy.core.events import StreamEvent
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.options import UpstreamOptions
+from proxy.core.usage import UsageSeen
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,7 @@ class NativeStream(Protocol):
     chat stream every chat repair runs in)."""
 
     repairs: Counter[str]
+    usage: UsageSeen  # the usage the upstream reported (proxy/core/usage.py)
 
     @property
     def held_bytes(self) -> int:

@@ -68,6 +68,7 @@ from proxy.core.protocols.chat.sent import Own, Passed, Released, Sent, own_sent
 from proxy.core.protocols.chat.tooldelta import read_choices
 from proxy.core.repairs import Repair
 from proxy.core.sse import DONE, Event, RawBytes, encode_event, plain_data
+from proxy.core.usage import UsageSeen, chat_tokens
 
 __all__ = [
     "RequestInfo",
@@ -122,6 +123,9 @@ class StreamNormalizer:
         )
         self.repairs: Counter[str] = self._ctx.repairs
         self.dropped_arguments: list[str] = self._ctx.dropped
+        #: the upstream's usage (proxy/core/usage.py): handed over where a chunk is parsed,
+        #: else only searched for (issue 28 item 4)
+        self.usage = UsageSeen(chat_tokens)
         self._interesting = interest_pattern(extract)
         self._choices: dict[int, ChoiceNormalizer] = {}
         self._queue: deque[Sent | Slot | FinishHold] = deque()  # output behind a held call
@@ -182,6 +186,7 @@ class StreamNormalizer:
             out = [data]
         else:
             return None
+        self.usage.passed_read(data)
         self._data_seen = True
         if self._over_cap():
             out += self._give_up()
@@ -214,6 +219,7 @@ class StreamNormalizer:
             return self._done_event(item)
         self._data_seen = True
         if self._raw:
+            self.usage.passed(data)
             return self._send([item])
         if self._ctx.finishes_held:  # what follows decides a finish: parsed, whatever it is
             return self._chunk(item, data)
@@ -228,6 +234,7 @@ class StreamNormalizer:
             and self._interesting.search(data) is None
             and not envelope_unsure(data)
         ):
+            self.usage.passed(data)
             return self._send([item])
         return self._chunk(item, data)
 
@@ -249,6 +256,8 @@ class StreamNormalizer:
 
     def _chunk(self, event: Event, data: bytes) -> list[Sent]:
         obj = loads(data)
+        if type(obj) is dict and "usage" in obj:
+            self.usage.saw(obj["usage"])
         if not isinstance(obj, dict) or not writable(obj, data):
             return self._send([Passed(event, obj if isinstance(obj, dict) else None)])
         if "error" in obj:

@@ -32,6 +32,7 @@ class ChatSSEStream:
     def __init__(self, normalizer: StreamNormalizer) -> None:
         self.normalizer = normalizer
         self.repairs = normalizer.repairs  # the normalizer's count, counted as it goes
+        self.usage = normalizer.usage
         self._decoder = SSEDecoder(max_event_bytes=normalizer.options.max_event_bytes)
 
     @property

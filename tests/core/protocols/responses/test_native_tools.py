@@ -10,6 +10,7 @@ from typing import Any
 from proxy.core.protocols.responses.native.tools import NamesBack, native_request
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event, SSEDecoder, encode_event
+from proxy.core.usage import UsageSeen, responses_tokens
 
 FN: dict[str, Any] = {
     "type": "function",
@@ -93,6 +94,7 @@ def test_namespace_custom_and_hosted_tools_become_functions_or_go():
 class Inner:
     def __init__(self) -> None:
         self.repairs: Counter[str] = Counter()
+        self.usage = UsageSeen(responses_tokens)
         self.held_bytes = 0
         self.over = False
 

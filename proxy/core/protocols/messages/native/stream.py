@@ -64,6 +64,7 @@ from proxy.core.protocols.messages.native.structure import BlockFlow
 from proxy.core.protocols.messages.request import convert_tools
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event, RawBytes, SSEDecoder
+from proxy.core.usage import UsageSeen, messages_tokens
 
 _OVER = Phase.OVER  # asked on every event: a module name, not the enum's class attribute
 
@@ -81,6 +82,7 @@ class NativeMessages(BlockFlow):
         self._options = options
         self._decoder = SSEDecoder(max_event_bytes=options.max_event_bytes)
         self._raw = False  # gave up rewriting: every byte goes out as it came
+        self.usage = UsageSeen(messages_tokens, merge=True)  # the upstream's (issue 28 item 4)
         self._request = request if isinstance(request, dict) else {}
         dialects = check_names(options.dialects) if extracts(self._request) else ()
         BlockFlow.__init__(
@@ -127,6 +129,8 @@ class NativeMessages(BlockFlow):
 
     def _item(self, item: Event | RawBytes) -> None:
         if self._raw:
+            if isinstance(item, Event) and item.data is not None:
+                self.usage.passed(item.data)
             self.out.append(item.raw)
             return
         if isinstance(item, RawBytes):  # an event over the limit, or the stream cut inside one
@@ -184,6 +188,7 @@ class NativeMessages(BlockFlow):
         elif kind == "content_block_stop":
             self.block_stop(event, payload)
         elif kind == "message_delta":
+            self.usage.saw(payload.get("usage"))  # before its fields are repaired
             self._phase = after(self._phase, Step.DELTA)
             self._hold_delta(event, payload)
         elif kind == "message_stop":
@@ -217,6 +222,9 @@ class NativeMessages(BlockFlow):
             self.finish_active(None)
             self.forget_blocks()  # the next generation numbers its blocks from 0 again
             return
+        message = payload.get("message")
+        if isinstance(message, dict):  # before its fields are repaired
+            self.usage.saw(message.get("usage"))
         self._phase = after(self._phase, Step.START)
         self.write(event, payload, self.note_all(native_fields.message_start(payload)))
 

@@ -53,6 +53,7 @@ from proxy.core.protocols.responses.native.request import NativeRequest
 from proxy.core.protocols.responses.native.structure import ItemFlow
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event, RawBytes, SSEDecoder
+from proxy.core.usage import UsageSeen, responses_tokens
 
 # asked on every event: module names, not the enum's class attributes (a lookup each time)
 _NEW, _CREATED, _OVER = Phase.NEW, Phase.CREATED, Phase.OVER
@@ -107,6 +108,7 @@ class NativeStream(ItemFlow):
         self._options = options
         self._decoder = SSEDecoder(max_event_bytes=options.max_event_bytes)
         self._raw = False  # gave up rewriting: every byte goes out as it came
+        self.usage = UsageSeen(responses_tokens)  # the upstream's (issue 28 item 4)
         self._arrived = 0  # upstream events so far
         dialects = options.dialects if request.extracts else ()
         ItemFlow.__init__(
@@ -153,6 +155,8 @@ class NativeStream(ItemFlow):
 
     def _take(self, item: Event | RawBytes) -> None:
         if self._raw:
+            if isinstance(item, Event) and item.data is not None:
+                self.usage.passed(item.data)
             self._out.append(item.raw)
             return
         if isinstance(item, RawBytes):  # an event over the limit, or the stream cut inside one
@@ -327,6 +331,7 @@ class NativeStream(ItemFlow):
             ev.set("response", response)
         self._response_event(ev)
         self._fix_output(ev, response)
+        self.usage.saw(response.get("usage"))  # before a missing one is made up
         if not isinstance(response.get("usage"), dict):
             self.repair(Repair.USAGE_MISSING)
             response["usage"] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}

@@ -171,6 +171,7 @@ class NamesBack:
     ) -> None:
         self._inner = inner
         self.repairs = inner.repairs  # the inner stream's counter, counted as it goes
+        self.usage = inner.usage
         self._refs = refs
         self._decoder = SSEDecoder(max_event_bytes=max_event_bytes)
         self._custom: dict[str, str] = {}  # item id -> the client's custom tool
