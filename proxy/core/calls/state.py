@@ -33,7 +33,7 @@ until its arguments end (COMPLETE or END), then compared once. DUPLICATE drops i
 (DROPPED; nothing of it reaches the client, its text is reported as dropped); otherwise it
 opens as a late name does (S1: the opening with ``""``, then the arguments; S2: whole).
 
-Each table is total over its form's states and every input (tests/test_toolcall_state.py
+Each table is total over its form's states and every input (tests/core/calls/test_state_table.py
 checks that), so a missing entry can only be a bug in this file; :func:`transition` then
 raises :class:`NormalizerError` naming the pair.
 """
