@@ -27,7 +27,7 @@ from proxy.core.protocols.chat.fast import HotPaths
 from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from tests.core.markup.helpers import tokens
-from tests.core.protocols.chat.test_markup_calls import ON, TOOLS, hermes, stream
+from tests.support.chat_markup import ON, TOOLS, hermes, stream
 from tests.support.normalizer import counting_ids, eventwise
 
 
