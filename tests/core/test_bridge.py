@@ -23,32 +23,17 @@ from proxy.core.events import (
     TextDelta,
     Usage,
 )
-from proxy.core.jsonvalues import JSONObject
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat.decode import completion_events
 from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from tests.support.normalizer import bytewise, counting_ids, random_cuts
+from tests.support.recorder import Recorder
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 CASES: list[dict[str, Any]] = json.loads((GOLDEN / "cases.json").read_text(encoding="utf-8"))
 REQUESTS: dict[str, Any] = json.loads((GOLDEN / "requests.json").read_text(encoding="utf-8"))
 SINGLE = [c for c in CASES if len(c["expect"]) == 1]
-
-
-class Recorder:
-    """An encoder that keeps the events it is fed (one line of bytes each, for ordering)."""
-
-    def __init__(self) -> None:
-        self.events: list[StreamEvent] = []
-        self.kept = 0
-
-    def feed(self, event: StreamEvent) -> list[bytes]:
-        self.events.append(event)
-        return [type(event).__name__.encode()]
-
-    def response(self) -> JSONObject:
-        return {}
 
 
 def translate(

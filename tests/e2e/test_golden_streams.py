@@ -14,12 +14,11 @@ from typing import Any
 
 import orjson
 import pytest
-from aiohttp import web
 
 from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.support import strict_checker
-from tests.support.upstreams import replay_app
+from tests.support.upstreams import replay_app, serve_writes
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 CASES = [c for c in json.loads((GOLDEN / "cases.json").read_text()) if c["complete"]]
@@ -137,11 +136,7 @@ async def test_non_streaming_completion_is_repaired_through_the_proxy(
         }
     )
 
-    async def handler(request: web.Request) -> web.Response:
-        return web.Response(body=upstream_body, content_type="application/json")
-
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
+    app = serve_writes([upstream_body], content_type="application/json")
     proxy = await start_proxy(await start_upstream(app))
     resp = await proxy.post("/v1/chat/completions", json={**REQUESTS["weather"], "stream": False})
     body = await resp.json()

@@ -12,7 +12,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from tests.conftest import UPSTREAM_FIXTURES, StartProxy, StartUpstream
-from tests.support.upstreams import replay_app
+from tests.support.upstreams import replay_app, serve_writes
 
 RECORDED = sorted(UPSTREAM_FIXTURES.glob("*.sse"))
 
@@ -64,16 +64,9 @@ async def test_non_streaming_json_and_upstream_error_pass_unchanged(
 async def test_upstream_error_statuses_and_headers_pass_through(
     status: int, start_upstream: StartUpstream, start_proxy: StartProxy
 ) -> None:
-    async def handler(request: web.Request) -> web.Response:
-        return web.Response(
-            status=status,
-            body=b'{"error":{"message":"nope"}}',
-            headers={"Retry-After": "7"},
-            content_type="application/json",
-        )
-
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
+    body = b'{"error":{"message":"nope"}}'
+    headers = {"Retry-After": "7"}
+    app = serve_writes([body], content_type="application/json", status=status, headers=headers)
     proxy = await start_proxy(await start_upstream(app))
     resp = await proxy.post("/v1/chat/completions", json={"model": "m"})
     assert resp.status == status

@@ -24,6 +24,7 @@ from proxy.settings import UpstreamSettings, load_settings
 from proxy.shell.auth import ClientKeys
 from tests.conftest import StartProxy, StartUpstream, port_of, template_probe, upstream_url
 from tests.support.raw_upstream import Conn, raw_upstream
+from tests.support.upstreams import stalling_app
 
 
 class Recorder:
@@ -460,14 +461,8 @@ async def test_upstream_keys_never_reach_logs_or_error_bodies(
     secret = "sk-never-shown-7f3a"
     monkeypatch.setenv("KEY_A", secret)
 
-    async def stall(request: web.Request) -> web.Response:
-        await asyncio.sleep(30)
-        return web.Response()
-
-    stalling = web.Application()
-    stalling.router.add_route("*", "/{tail:.*}", stall)
     ok = await start_upstream(Recorder().app())
-    slow = await start_upstream(stalling)
+    slow = await start_upstream(stalling_app())
     proxy = await start_proxy(
         UpstreamSettings(name="ok", url=upstream_url(ok), models=["ok"], api_key_env="KEY_A"),
         UpstreamSettings(name="slow", url=upstream_url(slow), models=["slow"], api_key_env="KEY_A"),

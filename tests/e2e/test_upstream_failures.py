@@ -13,6 +13,7 @@ from aiohttp import ClientPayloadError, web
 from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.support.sockets import free_port
+from tests.support.upstreams import stalling_app
 
 CHAT = "/v1/chat/completions"
 STREAM_REQUEST = {"model": "m", "stream": True}
@@ -39,13 +40,7 @@ async def test_refused_upstream_is_502_naming_it_without_credentials(
 async def test_upstream_slow_to_answer_is_504(
     start_upstream: StartUpstream, start_proxy: StartProxy
 ) -> None:
-    async def stall(request: web.Request) -> web.Response:
-        await asyncio.sleep(30)
-        return web.Response()
-
-    app = web.Application()
-    app.router.add_post(CHAT, stall)
-    proxy = await start_proxy(await start_upstream(app), timeouts={"first_byte": 0.3})
+    proxy = await start_proxy(await start_upstream(stalling_app()), timeouts={"first_byte": 0.3})
     resp = await proxy.post(CHAT, json=STREAM_REQUEST)
     assert resp.status == 504
     assert (await resp.json())["error"]["type"] == "upstream_timeout"

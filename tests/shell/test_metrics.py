@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from aiohttp import ClientPayloadError, web
 from prometheus_client import CollectorRegistry, Histogram
@@ -27,7 +28,7 @@ from proxy.shell.metrics import (
 from tests.conftest import UPSTREAM_FIXTURES, StartProxy, StartUpstream, upstream_url
 from tests.support.metrics import Proxy, scrape, value
 from tests.support.streams import split_events
-from tests.support.upstreams import replay_app
+from tests.support.upstreams import replay_app, serve_writes
 
 CHAT = "/v1/chat/completions"
 
@@ -510,11 +511,7 @@ async def test_a_repaired_whole_completion_counts_its_repairs_and_bytes(
         ]}}],
     }  # fmt: skip
 
-    async def answer(request: web.Request) -> web.Response:
-        return web.json_response(completion)
-
-    app = web.Application()
-    app.router.add_post(CHAT, answer)
+    app = serve_writes([orjson.dumps(completion)], content_type="application/json")
     proxy = await start_proxy(await start_upstream(app))
     resp = await proxy.post(CHAT, json={**REQUESTS["weather"], "model": "m"})
     fixed = await resp.read()

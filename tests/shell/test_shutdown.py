@@ -18,9 +18,10 @@ import aiohttp
 import pytest
 
 from tests.conftest import StartUpstream, upstream_url
-from tests.support.processes import FIRST, REST, HeldStream, connection_refused
+from tests.support.processes import connection_refused
 from tests.support.sockets import free_port
 from tests.support.streams import read_until_error
+from tests.support.upstreams import FIRST, REST, HeldStream
 
 ROOT = Path(__file__).parents[2]
 

@@ -26,8 +26,9 @@ import pytest
 
 from proxy.shell.hangup import IGNORED
 from tests.conftest import StartUpstream, upstream_url
-from tests.support.processes import FIRST, REST, HeldStream, Workers
+from tests.support.processes import Workers
 from tests.support.streams import read_until_error
+from tests.support.upstreams import FIRST, REST, HeldStream
 
 ROOT = Path(__file__).parents[2]
 CHAT = "/v1/chat/completions"

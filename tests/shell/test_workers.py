@@ -28,16 +28,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from proxy.cli import main
 from tests.conftest import StartUpstream, upstream_url
 from tests.support.processes import (
-    FIRST,
-    REST,
     RUNNING,
     SERVING,
     STARTED,
-    HeldStream,
     Workers,
     connection_refused,
 )
 from tests.support.streams import read_until_error
+from tests.support.upstreams import FIRST, REST, HeldStream
 
 ROOT = Path(__file__).parents[2]
 CHAT = "/v1/chat/completions"

@@ -1,4 +1,6 @@
-"""The real CLI (``python -m proxy``) as a child process: a stream held open across a signal, the workers' start-up lines, a port that refuses connections."""
+"""The real CLI (``python -m proxy``) as a child process: the workers' start-up lines, a port that
+refuses connections. The stream it holds open across a signal is tests/support/upstreams.py's
+``HeldStream``."""
 
 from __future__ import annotations
 
@@ -8,39 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from aiohttp import web
 
 # the repository root, where the CLI runs as its users run it
 ROOT = Path(__file__).parents[2]
-FIRST = b'data: {"n": 1}\n\n'
-
-
-REST = b'data: {"n": 2}\n\ndata: [DONE]\n\n'
-
-
-class HeldStream:
-    """An upstream whose streams send one event, then wait for ``release`` to finish."""
-
-    def __init__(self) -> None:
-        self.release = asyncio.Event()
-        self.cancelled = asyncio.Event()
-
-    async def handler(self, request: web.Request) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        await response.write(FIRST)
-        try:
-            await self.release.wait()
-        except asyncio.CancelledError:
-            self.cancelled.set()
-            raise
-        await response.write(REST)
-        return response
-
-    def app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self.handler)
-        return app
 
 
 async def connection_refused(port: int) -> bool:

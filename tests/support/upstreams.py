@@ -7,6 +7,9 @@ tests/support/raw_upstream.py.
 - ``serve_writes`` / ``replay_app``: answer every request with the given bytes, one write each
   (``replay_app``: one SSE event a write);
 - ``models_app``: ``GET /v1/models`` only, with a status and a delay, recording headers;
+- ``stalling_app``: takes every request and answers nothing for a while;
+- ``HeldStream``: a chat stream that sends one event (``FIRST``), then waits to be released for
+  the rest (``REST``);
 - ``AnyUpstream``: takes any request a client's mistake could turn into (issue 26's request
   side), records what reached it and always answers in good shape:
 
@@ -172,13 +175,19 @@ def models_app(status: int = 200, *, delay: float = 0.0, seen: list[dict[str, st
 
 
 def serve_writes(
-    writes: list[bytes], *, content_type: str = "text/event-stream", status: int = 200
+    writes: list[bytes],
+    *,
+    content_type: str = "text/event-stream",
+    status: int = 200,
+    headers: dict[str, str] | None = None,
 ) -> web.Application:
-    """An upstream answering every request with ``writes``, each flushed on its own."""
+    """An upstream answering every request with ``writes``, each flushed on its own (with
+    ``headers`` added to its head)."""
 
     async def handler(request: web.Request) -> web.StreamResponse:
         await request.read()
-        response = web.StreamResponse(status=status, headers={"Content-Type": content_type})
+        head = {**(headers or {}), "Content-Type": content_type}
+        response = web.StreamResponse(status=status, headers=head)
         await response.prepare(request)
         for part in writes:
             await response.write(part)
@@ -187,4 +196,49 @@ def serve_writes(
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", handler)
+    return app
+
+
+# what ``HeldStream`` sends before it waits, and after
+FIRST = b'data: {"n": 1}\n\n'
+REST = b'data: {"n": 2}\n\ndata: [DONE]\n\n'
+
+
+class HeldStream:
+    """An upstream whose streams send one event, then wait for ``release`` to finish."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.cancelled = asyncio.Event()
+
+    async def handler(self, request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(FIRST)
+        try:
+            await self.release.wait()
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+        await response.write(REST)
+        return response
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self.handler)
+        return app
+
+
+def stalling_app(seconds: float = 30.0) -> web.Application:
+    """An upstream that takes every request and answers nothing for ``seconds`` (the proxy's
+    template probe gets its 404 at once, so that the proxy starts without waiting)."""
+
+    async def stall(request: web.Request) -> web.Response:
+        if template_probe(request.method, request.path, request.headers):
+            return web.Response(status=404)
+        await asyncio.sleep(seconds)
+        return web.Response()
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", stall)
     return app

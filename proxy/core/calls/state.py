@@ -37,7 +37,7 @@ Under ``parallel_tool_calls: false`` (issue 25 item 2) a call named after the fi
 choice (or native stream) named is EXTRA as it would leave NAMELESS: DROPPED before anything
 of it went out, as a repeat is.
 
-Each table is total over its form's states and every input (tests/test_toolcall_state.py
+Each table is total over its form's states and every input (tests/core/calls/test_state_table.py
 checks that), so a missing entry can only be a bug in this file; :func:`transition` then
 raises :class:`NormalizerError` naming the pair.
 """

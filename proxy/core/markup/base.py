@@ -4,7 +4,7 @@ A dialect turns the text of one choice's ``content`` (fed in the pieces the upst
 into segments: plain text to forward as content, and tool calls found in the model's own
 markup. Dialects never touch chunks or SSE; the normalizer turns segments into deltas.
 
-Contract (checked for every registered dialect by tests/dialects/test_contract.py):
+Contract (checked for every registered dialect by tests/core/markup/test_contract.py):
 
 * ``feed(text)`` and ``close()`` raise nothing but :class:`proxy.core.errors.DialectError`.
 * The segments do not depend on how the text was cut into ``feed`` calls, except that

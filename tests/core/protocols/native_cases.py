@@ -32,11 +32,11 @@ from proxy.core.events import (
 from proxy.core.markup import check_names
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.registry import CLIENT_PROTOCOLS
-from tests.core.protocols import native_shapes as s
 from tests.core.protocols.messages import checker as messages_checker
 from tests.core.protocols.messages import streams
 from tests.core.protocols.responses import checker as responses_checker
 from tests.core.protocols.responses import variants as v
+from tests.support import native_shapes as s
 from tests.support.normalizer import bytewise, random_cuts
 
 EVERY_DIALECT = check_names(["auto"])

@@ -29,9 +29,9 @@ from proxy.core.repairs import Repair
 from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.core.protocols.native_cases import CASES, REQUESTS, NativeCase, every_cut, run
-from tests.core.protocols.test_native_cost import REQUESTS as COST_REQUESTS
-from tests.core.protocols.test_native_cost import SHAPES as COST_SHAPES
 from tests.support.cpu import least_cpu_seconds
+from tests.support.native_shapes import REQUESTS as COST_REQUESTS
+from tests.support.native_shapes import SHAPES as COST_SHAPES
 from tests.support.upstreams import serve_writes
 
 # a native repairer is a translated protocol's mode on an upstream that serves the protocol

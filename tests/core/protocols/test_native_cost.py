@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Callable
-from typing import Any
 
 import pytest
 from aiohttp import web
@@ -22,37 +20,14 @@ from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.registry import CLIENT_PROTOCOLS
 from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, upstream_url
-from tests.core.protocols import native_shapes as s
+from tests.support import native_shapes as s
 from tests.support.cpu import least_cpu_seconds
+from tests.support.native_shapes import REQUESTS, SHAPES
 
 GROWTH = 16
 BOUND = 40
 # nothing goes raw here: the paths that hold are what is measured
 OPTIONS = UpstreamOptions(dialects=("hermes",), max_held_bytes=1 << 30)
-REQUESTS: dict[str, dict[str, Any]] = {
-    "responses": {
-        "model": "m",
-        "stream": True,
-        "input": "hi",
-        "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}],
-    },
-    "messages": {
-        "model": "m",
-        "max_tokens": 10,
-        "stream": True,
-        "messages": [{"role": "user", "content": "hi"}],
-        "tools": [{"name": "get_weather", "input_schema": {"type": "object"}}],
-    },
-}
-SHAPES: dict[str, tuple[str, Callable[[int], list[bytes]], int]] = {
-    "sglang-calls": ("responses", s.sglang_calls, 150),
-    "unended-calls": ("responses", s.unended_calls, 150),
-    "calls-behind-a-message": ("responses", s.calls_behind_a_message, 150),
-    "long-call": ("responses", s.long_call, 2_000),
-    "unstopped-blocks": ("messages", s.unstopped_blocks, 150),
-    "blocks-behind-a-growing-input": ("messages", s.blocks_behind_a_growing_input, 150),
-    "long-tool-input": ("messages", s.long_tool_input, 2_000),
-}
 
 
 def cpu_seconds(protocol: str, events: list[bytes], repeat: int) -> float:

@@ -9,8 +9,8 @@ import json
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.registry import CLIENT_PROTOCOLS
 from proxy.core.repairs import Repair
-from tests.core.protocols import native_shapes as s
 from tests.core.protocols.native_cases import REQUESTS
+from tests.support import native_shapes as s
 
 
 def repairs_of(protocol: str, events: list[bytes]) -> dict[str, int]:

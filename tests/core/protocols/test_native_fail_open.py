@@ -18,13 +18,13 @@ from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.responses.native import structure as native_flow
 from proxy.core.protocols.responses.native.request import NativeRequest
 from proxy.core.protocols.responses.native.stream import NativeStream
-from tests.core.protocols.chat.test_markup_calls import FailingHermes
 from tests.core.protocols.messages import streams
 from tests.core.protocols.messages.checker import check
 from tests.core.protocols.messages.native_helpers import repair
 from tests.core.protocols.responses import variants as v
 from tests.core.protocols.responses.checker import check as check_responses
-from tests.core.protocols.responses.test_native import WEATHER_TOOLS
+from tests.support.chat_markup import FailingHermes
+from tests.support.native_responses import WEATHER_TOOLS
 
 # the module that builds a text block's extractor (structure.py, since the block half moved
 # there from stream.py: issue 27's leftover); imported by path as the responses one is

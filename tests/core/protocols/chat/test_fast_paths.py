@@ -25,8 +25,8 @@ from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat import normalize
 from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
-from tests.core.test_bridge import Recorder
 from tests.support.normalizer import bytewise, counting_ids, cut, eventwise, random_cuts
+from tests.support.recorder import Recorder
 from tests.support.stream_strategies import Drawn, streams
 
 GOLDEN = Path(__file__).parents[3] / "golden"

@@ -31,32 +31,16 @@ from proxy.core.events import (
     TextDelta,
     Usage,
 )
-from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.responses.native.request import NativeRequest
 from proxy.core.protocols.responses.native.stream import NativeStream
 from proxy.core.repairs import Repair
 from tests.core.protocols.responses import variants as v
-from tests.core.protocols.responses.checker import Checked, check
+from tests.core.protocols.responses.checker import check
+from tests.support.native_responses import NATIVE, WEATHER_TOOLS, summary
 from tests.support.normalizer import bytewise, random_cuts
 
 RECORDED = [p.name for p in sorted(v.FIXTURES.glob("responses-*.sse"))]
-WEATHER_TOOLS = {
-    "model": "m",
-    "tools": [
-        {
-            "type": "function",
-            "name": "get_weather",
-            "parameters": {"type": "object", "properties": {"location": {"type": "string"}}},
-        },
-        {
-            "type": "function",
-            "name": "get_time",
-            "parameters": {"type": "object", "properties": {"tz": {"type": "string"}}},
-        },
-    ],
-}
 NO_TOOLS: dict[str, Any] = {"model": "m"}
-NATIVE = UpstreamOptions(dialects=("auto",))  # every markup dialect
 
 
 def run(
@@ -79,19 +63,6 @@ def every_cutting(
     for pieces in [bytewise(body), *random_cuts(body, seed=body[:64].hex())]:
         assert run(pieces, request, complete=complete)[0] == whole
     return whole, repairs
-
-
-def summary(checked: Checked) -> tuple[list[tuple[str, str, Any, str]], str]:
-    calls = [
-        (
-            c["name"],
-            c["call_id"],
-            json.loads(c["arguments"]) if c["status"] == "completed" else c["arguments"],
-            c["status"],
-        )
-        for c in checked.calls
-    ]
-    return calls, checked.text
 
 
 START = Started(id="chatcmpl-x", model="m", created=1)

@@ -31,8 +31,7 @@ from proxy.core.protocols.responses.native.stream import NativeStream
 from proxy.core.repairs import Repair
 from tests.core.protocols.responses import variants as v
 from tests.core.protocols.responses.checker import check
-from tests.core.protocols.responses.test_native import NATIVE, WEATHER_TOOLS
-from tests.core.protocols.responses.test_native_repeats import every_cutting
+from tests.support.native_responses import NATIVE, WEATHER_TOOLS, every_cutting
 
 START = Started(id="chatcmpl-x", model="m", created=1)
 PARIS = ('{"location"', ': "Paris"}')

@@ -6,44 +6,17 @@ tests/core/protocols/test_native_contract.py's. Whole, a byte at a time and at r
 
 from __future__ import annotations
 
-import itertools
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import pytest
 
-from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.responses.native.request import NativeRequest
-from proxy.core.protocols.responses.native.stream import NativeStream
 from proxy.core.repairs import Repair
 from tests.core.protocols.native_cases import RESPONSES, r_stream
 from tests.core.protocols.responses import variants as v
 from tests.core.protocols.responses.checker import check
-from tests.core.protocols.responses.test_native import WEATHER_TOOLS, summary
-from tests.support.normalizer import bytewise, random_cuts
+from tests.support.native_responses import every_cutting, summary
 
 MARKUP_TWICE = RESPONSES.markup_twice  # one hermes call twice in a message's text
-
-
-def run(
-    pieces: Sequence[bytes], *, dedupe: bool, complete: bool = True
-) -> tuple[bytes, Counter[str]]:
-    counter = itertools.count(1)
-    native = NativeStream(
-        lambda: f"n{next(counter):04d}",
-        NativeRequest.from_body(WEATHER_TOOLS),
-        options=UpstreamOptions(dialects=("auto",), dedupe_calls=dedupe),
-    )
-    out = [b for piece in pieces for b in native.feed(piece)]
-    out += native.close(complete=complete)
-    return b"".join(out), native.repairs
-
-
-def every_cutting(body: bytes, *, dedupe: bool) -> tuple[bytes, Counter[str]]:
-    whole, repairs = run([body], dedupe=dedupe)
-    for pieces in [bytewise(body), *random_cuts(body, seed=body[:64].hex())]:
-        assert run(pieces, dedupe=dedupe) == (whole, repairs)
-    return whole, repairs
 
 
 # the canonical stream is the contract's (test_native_contract.py)

@@ -3,6 +3,7 @@ the native repairers must keep in bounds (issue 26 items 1 and 2)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -235,3 +236,31 @@ def input_behind_a_growing_input(size: int, piece: int = 4096) -> list[bytes]:
         block_stop(1),
         *message_end(),
     ]
+
+
+# the requests and the shapes the cost guard grows (tests/core/protocols/test_native_cost.py),
+# the contract's flat cost per event among them: (protocol, builder, the short length)
+REQUESTS: dict[str, dict[str, Any]] = {
+    "responses": {
+        "model": "m",
+        "stream": True,
+        "input": "hi",
+        "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}],
+    },
+    "messages": {
+        "model": "m",
+        "max_tokens": 10,
+        "stream": True,
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"name": "get_weather", "input_schema": {"type": "object"}}],
+    },
+}
+SHAPES: dict[str, tuple[str, Callable[[int], list[bytes]], int]] = {
+    "sglang-calls": ("responses", sglang_calls, 150),
+    "unended-calls": ("responses", unended_calls, 150),
+    "calls-behind-a-message": ("responses", calls_behind_a_message, 150),
+    "long-call": ("responses", long_call, 2_000),
+    "unstopped-blocks": ("messages", unstopped_blocks, 150),
+    "blocks-behind-a-growing-input": ("messages", blocks_behind_a_growing_input, 150),
+    "long-tool-input": ("messages", long_tool_input, 2_000),
+}
