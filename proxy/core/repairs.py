@@ -95,6 +95,8 @@ class Repair(StrEnum):
     MESSAGE_DELTA_EARLY = "message-delta-early"
     MESSAGE_START_MISSING = "message-start-missing"  # a block before any message_start
     MESSAGE_START_REPEATED = "message-start-repeated"  # M4: duplicated or spliced
+    # M4, issue 24 item 9: ... after blocks of the first: a second generation spliced in
+    GENERATION_SPLICED = "generation-spliced"
     BLOCKS_OVERLAP = "blocks-overlap"  # llama.cpp: a block started before the last one stopped
     DELTA_AFTER_STOP = "delta-after-stop"  # a delta for a block already stopped: dropped
 

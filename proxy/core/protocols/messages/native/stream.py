@@ -23,8 +23,10 @@ proxy/core/repairs.py; docs/quirks.md M1-M4 and "llama.cpp's own endpoints"):
   block, with the last stop reason and usage;
 * ``stop_reason`` ``""``/``end_turn`` after tool_use blocks -> ``tool_use``; a finished turn
   whose tool input does not parse -> ``max_tokens``;
-* a second ``message_start`` (duplicated, or a second generation spliced in): dropped, the
-  open block stopped, and the new generation's blocks numbered after the first's;
+* a second ``message_start`` (duplicated, or a second generation spliced in, vercel/ai#18402):
+  dropped; after blocks of the first, the open block stopped, the new generation's blocks
+  numbered after the first's, and the message ends as the later generation says (its stop
+  reason; an input the earlier one left cut does not make it ``max_tokens``);
 * tool-call markup in a ``text_delta`` (every configured dialect): the text block is cut there
   and the call goes out as a ``tool_use`` block;
 * the same call twice in a row (same name, JSON-equal input): counted; under ``dedupe_calls``
@@ -213,7 +215,12 @@ class NativeMessages(BlockFlow):
     def _message_start(self, event: Event, payload: JSONObject) -> None:
         if self._phase in STARTED:
             self.note(Repair.MESSAGE_START_REPEATED)
-            self.finish_active(None)
+            if self.calls.calls.next_index:  # blocks went out: a generation spliced in
+                self.note(Repair.GENERATION_SPLICED)
+                self.finish_active(None)
+                # the earlier generation's blocks went out as they were, and cannot be taken
+                # back; how the message ends is the later one's (its stop reason, its inputs)
+                self.bad_input = False
             self.forget_blocks()  # the next generation numbers its blocks from 0 again
             return
         self._phase = after(self._phase, Step.START)
