@@ -114,6 +114,8 @@ class Repair(StrEnum):
     CREATED_MISSING = "response-created-missing"  # the stream did not open with it
     CALL_ID_MISSING = "call-id-missing"  # R6: an empty call_id in output_item.added
     ITEM_ADDED_MISSING = "output-item-added-missing"  # R7: deltas before any added
+    # issue 24 item 10: a message's output_item.added already holding its empty part
+    MESSAGE_ADDED_WITH_CONTENT = "message-added-with-content"
     ITEMS_INTERLEAVED = "items-interleaved"  # R10, llama.cpp: an item began before one ended
     ARGS_ONLY_IN_DONE = "arguments-only-in-done"  # R1: no argument deltas
     ARGS_DONE_MISSING = "arguments-done-missing"  # llama.cpp: no function_call_arguments.done

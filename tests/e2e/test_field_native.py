@@ -146,3 +146,20 @@ async def test_a_spliced_generation_reaches_a_messages_client_after_the_first(
     [record] = await logged(caplog)
     assert record["repairs"]["generation-spliced"] == 1
     assert await counted(proxy, "generation-spliced") == 1
+
+
+async def test_a_gateways_message_added_with_content_reaches_a_responses_client_empty(
+    start_upstream: StartUpstream, start_proxy: StartProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger=ACCESS_LOGGER)
+    body = (FIELD / "gateway-message-added-with-content.responses.sse").read_bytes()
+    proxy = await native_proxy(body, start_upstream, start_proxy)
+    resp = await proxy.post("/v1/responses", json={"model": "m", "stream": True, "input": "hi"})
+    assert resp.status == 200
+    checked = responses_checker.check(await resp.read())
+    [added] = [e for e in checked.events if e["type"] == "response.output_item.added"]
+    assert added["item"]["content"] == []
+    assert checked.text == "OK"
+    [record] = await logged(caplog)
+    assert record["repairs"]["message-added-with-content"] == 1
+    assert await counted(proxy, "message-added-with-content") == 1

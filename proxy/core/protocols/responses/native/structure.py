@@ -197,6 +197,9 @@ class ItemFlow:
             moved, repairs = call_fields.shown(ev, item, out)
             for kind in repairs:
                 self.repair(kind)
+        elif up.type == "message":
+            for kind in call_fields.message_added(ev, item):
+                self.repair(kind)
         self._items.append(out)
         self._open_item = out
         up.target = out
