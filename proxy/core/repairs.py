@@ -62,6 +62,9 @@ class Repair(StrEnum):
     # (llama-server b11434's bare `data: {"error": ...}` on /v1/responses, its
     # `{"code", "message", "type": "server_error"}` on /v1/messages)
     ERROR_RESHAPED = "error-reshaped"
+    # issue 24 item 8: llama-server's "Failed to parse input at pos N: <text>" answered with
+    # the calls the text holds (proxy/core/parse_failure.py)
+    PARSE_FAILURE_RECOVERED = "parse-failure-recovered"
 
     # The canonical form (docs/quirks.md rules 5-10, and the client matrix's case m)
     CONTENT_BESIDE_TOOL_CALLS = "content-beside-tool-calls"  # rule 5

@@ -59,6 +59,7 @@ import orjson
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup import check_names
 from proxy.core.options import UpstreamOptions
+from proxy.core.parse_failure import Recovered, error_message, recover
 from proxy.core.protocols.messages.native import fields as native_fields
 from proxy.core.protocols.messages.native.lifecycle import DELTA_SEEN, STARTED, Phase, Step, after
 from proxy.core.protocols.messages.native.model import extracts
@@ -200,6 +201,10 @@ class NativeMessages(BlockFlow):
     def _error(self, event: Event, payload: JSONObject) -> None:
         """The upstream failed: its error, in Anthropic's shape, is the stream's last word
         (nothing made up after it, no end of a block or of the message)."""
+        recovered = self._recovered(payload)
+        if recovered is not None:
+            self._answer(recovered)
+            return
         if self._delta is not None:
             self._release_delta()
         self._phase = after(self._phase, Step.ERROR)
@@ -225,6 +230,38 @@ class NativeMessages(BlockFlow):
             return
         self._phase = after(self._phase, Step.START)
         self.write(event, payload, self.note_all(native_fields.message_start(payload)))
+
+    def _recovered(self, payload: JSONObject) -> Recovered | None:
+        """llama-server's parser failure that holds the model's whole calls
+        (proxy/core/parse_failure.py); None: the error goes on."""
+        if not self._options.recover_parse_failures:
+            return None
+        return recover(error_message(payload), convert_tools(self._request.get("tools")))
+
+    def _answer(self, recovered: Recovered) -> None:
+        """The calls of a parser failure instead of the error: the block left open stopped,
+        the model's text and each call as blocks of their own, then the message's end."""
+        self.note(Repair.PARSE_FAILURE_RECOVERED)
+        self._ensure_started()
+        self.finish_active(None)
+        if recovered.text:
+            index = self.open_wire({"type": "text", "text": ""})
+            delta = {"type": "text_delta", "text": recovered.text}
+            self.emit({"type": "content_block_delta", "index": index, "delta": delta})
+        for call in recovered.calls:
+            ident = call.id or "toolu_" + self._new_id()
+            block = {"type": "tool_use", "id": ident, "name": call.name, "input": {}}
+            index = self.open_wire(block)
+            delta = {"type": "input_json_delta", "partial_json": call.arguments}
+            self.emit({"type": "content_block_delta", "index": index, "delta": delta})
+        self.stop_wire()
+        self._delta = None
+        if self._phase not in DELTA_SEEN:
+            self._phase = after(self._phase, Step.DELTA)
+        reason = {"stop_reason": "tool_use", "stop_sequence": None}
+        self.emit({"type": "message_delta", "delta": reason, "usage": {"output_tokens": 0}})
+        self.emit({"type": "message_stop"})
+        self._phase = after(self._phase, Step.STOP)
 
     def _hold_delta(self, event: Event, payload: JSONObject) -> None:
         """A message_delta waits for the message's end: blocks may still follow it (Kimi K2
