@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from proxy.core.options import UpstreamOptions
+from proxy.core.protocols.messages.native.stream import NativeMessages
 from proxy.core.protocols.responses.native.request import NativeRequest
 from proxy.core.protocols.responses.native.stream import NativeStream
 from proxy.core.repairs import Repair
@@ -103,3 +104,18 @@ def test_a_text_without_a_whole_block_stays_an_error_in_both() -> None:
     assert checked.response is not None
     assert checked.response["status"] == "failed"
     assert Repair.PARSE_FAILURE_RECOVERED not in repairs
+
+
+def test_a_message_delta_before_the_failure_is_no_longer_held() -> None:
+    at = MESSAGES.index(b"event: error")
+    delta = (
+        b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn",'
+        b'"stop_sequence":null},"usage":{"output_tokens":3}}\n\n'
+    )
+    stream = NativeMessages(lambda: "x", MESSAGES_REQUEST, options=UpstreamOptions())
+    out = b"".join(
+        [*stream.feed(MESSAGES[:at] + delta + MESSAGES[at:]), *stream.close(complete=True)]
+    )
+    result = check_messages(out)
+    assert result.message["stop_reason"] == "tool_use"  # the calls' end, one message_delta
+    assert stream.held_bytes == 0

@@ -255,7 +255,9 @@ class NativeMessages(BlockFlow):
             delta = {"type": "input_json_delta", "partial_json": call.arguments}
             self.emit({"type": "content_block_delta", "index": index, "delta": delta})
         self.stop_wire()
-        self._delta = None
+        if self._delta is not None:  # the upstream's, before its failure: the calls' ends it
+            self.held_bytes -= len(self._delta[1].raw)
+            self._delta = None
         if self._phase not in DELTA_SEEN:
             self._phase = after(self._phase, Step.DELTA)
         reason = {"stop_reason": "tool_use", "stop_sequence": None}
