@@ -89,6 +89,10 @@ class UpstreamSettings(_Strict):
     heal_arguments: bool = False
     coerce_arguments: bool = False
     enforce_parallel_tool_calls: bool = True
+    # llama-server's "Failed to parse input at pos N: <the model's text>" (a 500, or an error
+    # inside the stream) answered with the calls that text holds, when it holds complete
+    # blocks of a known dialect (proxy/core/parse_failure.py, issue 24 item 8)
+    recover_parse_failures: bool = True
 
     @field_validator("heal_arguments", "coerce_arguments")
     @classmethod

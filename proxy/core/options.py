@@ -52,6 +52,9 @@ class UpstreamOptions:
     #: parallel_tool_calls: false (disable_parallel_tool_use) held to: calls past the first
     #: dropped (parallel-call-dropped)
     enforce_parallel_tool_calls: bool = True
+    #: llama-server's parser failure that holds the model's whole calls answered with them
+    #: (proxy/core/parse_failure.py)
+    recover_parse_failures: bool = True
 
 
 @dataclass(frozen=True, slots=True)

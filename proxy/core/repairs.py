@@ -62,6 +62,9 @@ class Repair(StrEnum):
     # (llama-server b11434's bare `data: {"error": ...}` on /v1/responses, its
     # `{"code", "message", "type": "server_error"}` on /v1/messages)
     ERROR_RESHAPED = "error-reshaped"
+    # issue 24 item 8: llama-server's "Failed to parse input at pos N: <text>" answered with
+    # the calls the text holds (proxy/core/parse_failure.py)
+    PARSE_FAILURE_RECOVERED = "parse-failure-recovered"
 
     # The canonical form (docs/quirks.md rules 5-10, and the client matrix's case m)
     CONTENT_BESIDE_TOOL_CALLS = "content-beside-tool-calls"  # rule 5
@@ -96,6 +99,8 @@ class Repair(StrEnum):
     MESSAGE_DELTA_EARLY = "message-delta-early"
     MESSAGE_START_MISSING = "message-start-missing"  # a block before any message_start
     MESSAGE_START_REPEATED = "message-start-repeated"  # M4: duplicated or spliced
+    # M4, issue 24 item 9: ... after blocks of the first: a second generation spliced in
+    GENERATION_SPLICED = "generation-spliced"
     BLOCKS_OVERLAP = "blocks-overlap"  # llama.cpp: a block started before the last one stopped
     DELTA_AFTER_STOP = "delta-after-stop"  # a delta for a block already stopped: dropped
 
@@ -113,6 +118,8 @@ class Repair(StrEnum):
     CREATED_MISSING = "response-created-missing"  # the stream did not open with it
     CALL_ID_MISSING = "call-id-missing"  # R6: an empty call_id in output_item.added
     ITEM_ADDED_MISSING = "output-item-added-missing"  # R7: deltas before any added
+    # issue 24 item 10: a message's output_item.added already holding its empty part
+    MESSAGE_ADDED_WITH_CONTENT = "message-added-with-content"
     ITEMS_INTERLEAVED = "items-interleaved"  # R10, llama.cpp: an item began before one ended
     ARGS_ONLY_IN_DONE = "arguments-only-in-done"  # R1: no argument deltas
     ARGS_DONE_MISSING = "arguments-done-missing"  # llama.cpp: no function_call_arguments.done

@@ -24,10 +24,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from proxy.core import bridge
+from proxy.core import bridge, parse_failure
 from proxy.core.errors import ClientRequestError
 from proxy.core.events import Usage
-from proxy.core.jsonvalues import dumps
+from proxy.core.jsonvalues import dumps, loads
 from proxy.core.options import RequestInfo, UpstreamOptions
 from proxy.core.policy import Mode, Plan
 from proxy.core.protocols import chat
@@ -35,6 +35,7 @@ from proxy.core.protocols.base import ChatRequest, ClientProtocol
 from proxy.core.protocols.chat.decode import completion_events
 from proxy.core.protocols.responses.context import ToolRef
 from proxy.core.protocols.responses.native.tools import NamesBack, names_back
+from proxy.core.repairs import Repair
 from proxy.core.usage import Tokens, UsageSeen, body_tokens, chat_tokens
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "WholeAnswer",
     "chat_request",
     "error_body",
+    "recover_parse_failure",
     "repair_whole",
     "request_facts",
     "rewrite_stream",
@@ -201,6 +203,58 @@ def translate_whole(
     for event in events:
         encoder.feed(event)
     return WholeAnswer(200, dumps(encoder.response()), repairs, tokens)
+
+
+def recover_parse_failure(
+    plan: Plan,
+    *,
+    status: int,
+    body: bytes,
+    options: UpstreamOptions,
+    request: object,
+    streamed: bool,
+    new_id: Callable[[], str],
+) -> WholeAnswer | None:
+    """A CHAT or TRANSLATE plan's error before the stream (``status``, ``body``) that is
+    llama-server's parser failure holding the model's whole calls (core/parse_failure.py): the
+    answer those calls make, in the client's protocol, an event stream when ``streamed``,
+    repaired or translated as the upstream's own would be; None: the error goes on.
+    ``request``: the ``request_facts`` (CHAT) or the ``chat_request`` (TRANSLATE)."""
+    if status < 500 or not options.recover_parse_failures:
+        return None
+    if plan.mode is Mode.TRANSLATE and isinstance(request, ChatRequest):
+        tools = parse_failure.tools_of(request.body)
+    elif plan.mode is Mode.CHAT and isinstance(request, RequestInfo):
+        tools = list(request.tools)
+    else:
+        return None
+    recovered = parse_failure.recover(parse_failure.error_message(loads(body)), tools)
+    if recovered is None:
+        return None
+    if streamed:
+        data = parse_failure.chat_stream(recovered, model="", new_id=new_id)
+        rewrite = rewrite_stream(plan, options=options, request=request, new_id=new_id)
+        out = [*rewrite.transform.feed(data), *rewrite.transform.close(complete=True)]
+        answer = WholeAnswer(200, b"".join(out), rewrite.repairs)
+    else:
+        completion = parse_failure.chat_completion(recovered, model="", new_id=new_id)
+        if isinstance(request, ChatRequest):
+            answer = translate_whole(
+                plan,
+                request=request,
+                body=completion,
+                complete=True,
+                streamed=False,
+                options=options,
+                new_id=new_id,
+            )
+        else:
+            fixed, repairs = repair_whole(
+                plan, body=completion, options=options, request=request, new_id=new_id
+            )
+            answer = WholeAnswer(200, fixed, repairs)
+    answer.repairs[Repair.PARSE_FAILURE_RECOVERED] += 1
+    return answer
 
 
 def error_body(plan: Plan, status: int, message: str) -> bytes:

@@ -106,10 +106,13 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
     body = _forwarded(forwarding, sent, body, repaired=bool(repairs))
     # what the repair of the answer reads of the request (a chat completion's: its tools)
     facts = streams.request_facts(plan, payload) if plan.mode in _REPAIRS_ANSWER else None
+    streamed = isinstance(payload, dict) and payload.get("stream") is True
     payload = sent = None  # the rest of the request goes now
     with upstream.slots.take():
         async with UpstreamCall(request, state, upstream, body, plan=plan) as resp:
-            return await respond(request, state, upstream, plan, resp, facts=facts, names=names)
+            return await respond(
+                request, state, upstream, plan, resp, facts=facts, names=names, streamed=streamed
+            )
 
 
 def _route(

@@ -41,14 +41,18 @@ async def respond(
     facts: object = None,
     chat: streams.ChatRequest | None = None,
     names: streams.Renames | None = None,
+    streamed: bool = False,
 ) -> web.StreamResponse:
     """``resp`` to the client as ``plan`` says. ``facts``: what the repair of a CHAT or
     NATIVE answer reads of the request (``streams.request_facts``); ``chat``: the request a
-    TRANSLATE plan sent; ``names``: the tools a native request was sent under other names."""
+    TRANSLATE plan sent; ``names``: the tools a native request was sent under other names;
+    ``streamed``: the client asked for a stream."""
     request[EXCHANGE].meter.upstream_headers_at = perf_counter()
     if plan.mode is Mode.TRANSLATE:
         assert chat is not None
         return await _translated(request, state, upstream, plan, chat, resp)
+    if plan.mode is Mode.CHAT and resp.status >= 500 and media_type(resp) == _JSON:
+        return await _chat_error(request, state, upstream, plan, facts, resp, streamed=streamed)
     return await _in_place(request, state, upstream, plan, facts, resp, names)
 
 
@@ -107,6 +111,50 @@ async def _in_place(
     return await _passthrough(request, state, upstream, resp, head=head)
 
 
+async def _chat_error(
+    request: web.Request,
+    state: ProxyState,
+    upstream: UpstreamConfig,
+    plan: Plan,
+    facts: object,
+    resp: ClientResponse,
+    *,
+    streamed: bool,
+) -> web.StreamResponse:
+    """A chat upstream's 5xx: llama-server's parser failure holding the model's whole calls
+    is answered with them (``streams.recover_parse_failure``); any other passes as it came."""
+    exchange = request[EXCHANGE]
+    limits = state.settings.limits
+    body, complete = await read_capped(
+        resp, limits.max_response_body_bytes, idle=state.settings.timeouts.idle
+    )
+    answer = None
+    if complete and upstream.normalize is not None:
+        answer = streams.recover_parse_failure(
+            plan,
+            status=resp.status,
+            body=body,
+            options=upstream.normalize,
+            request=facts,
+            streamed=streamed,
+            new_id=new_id_factory(),
+        )
+    if answer is None:
+        return await _passthrough(request, state, upstream, resp, head=body)
+    exchange.meter.received(body)
+    return _recovered(request, answer, streamed=streamed)
+
+
+def _recovered(
+    request: web.Request, answer: streams.WholeAnswer, *, streamed: bool
+) -> web.Response:
+    """The answer a parser failure's calls made, whole (a stream's events all at once)."""
+    request[EXCHANGE].completion_rewritten(answer.status, answer.repairs)
+    request[EXCHANGE].meter.sending(answer.body)
+    kind = _SSE if streamed and answer.status == 200 else _JSON
+    return web.Response(status=answer.status, body=answer.body, content_type=kind)
+
+
 def _repaired_whole(
     request: web.Request,
     upstream: UpstreamConfig,
@@ -155,7 +203,21 @@ async def _translated(
     kind = media_type(resp)
     new_id = new_id_factory()
     if resp.status != 200 or hdrs.CONTENT_ENCODING in resp.headers or kind not in (_SSE, _JSON):
-        body, _ = await _read_whole(exchange, resp, limit, idle)
+        body, complete = await _read_whole(exchange, resp, limit, idle)
+        streamed = chat.body.get("stream") is True
+        recovered = None
+        if complete and hdrs.CONTENT_ENCODING not in resp.headers:
+            recovered = streams.recover_parse_failure(
+                plan,
+                status=resp.status,
+                body=body,
+                options=options,
+                request=chat,
+                streamed=streamed,
+                new_id=new_id,
+            )
+        if recovered is not None:
+            return _recovered(request, recovered, streamed=streamed)
         if resp.status >= 400:
             status, message = resp.status, upstream_error_message(body, resp.status)
         else:

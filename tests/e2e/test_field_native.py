@@ -129,3 +129,37 @@ async def test_no_protocol_ends_a_chat_upstreams_error_successfully(
     assert B11434_MESSAGE.encode() in out
     for success in (b"[DONE]", b"response.completed", b"message_stop", b'"finish_reason":"stop"'):
         assert success not in out
+
+
+async def test_a_spliced_generation_reaches_a_messages_client_after_the_first(
+    start_upstream: StartUpstream, start_proxy: StartProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger=ACCESS_LOGGER)
+    body = (FIELD / "vertex-spliced-message-start.messages.sse").read_bytes()
+    proxy = await native_proxy(body, start_upstream, start_proxy)
+    resp = await proxy.post("/v1/messages", json=messages_request("lookup"))
+    assert resp.status == 200
+    result = messages_checker.check(await resp.read(), abandoned=frozenset({"toolu_first"}))
+    assert [b.get("id") for b in result.tool_uses] == ["toolu_first", "toolu_second"]
+    assert result.tool_uses[1]["input"] == {"value": "Spark"}
+    assert result.message["stop_reason"] == "tool_use"
+    [record] = await logged(caplog)
+    assert record["repairs"]["generation-spliced"] == 1
+    assert await counted(proxy, "generation-spliced") == 1
+
+
+async def test_a_gateways_message_added_with_content_reaches_a_responses_client_empty(
+    start_upstream: StartUpstream, start_proxy: StartProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger=ACCESS_LOGGER)
+    body = (FIELD / "gateway-message-added-with-content.responses.sse").read_bytes()
+    proxy = await native_proxy(body, start_upstream, start_proxy)
+    resp = await proxy.post("/v1/responses", json={"model": "m", "stream": True, "input": "hi"})
+    assert resp.status == 200
+    checked = responses_checker.check(await resp.read())
+    [added] = [e for e in checked.events if e["type"] == "response.output_item.added"]
+    assert added["item"]["content"] == []
+    assert checked.text == "OK"
+    [record] = await logged(caplog)
+    assert record["repairs"]["message-added-with-content"] == 1
+    assert await counted(proxy, "message-added-with-content") == 1

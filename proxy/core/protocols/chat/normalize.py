@@ -58,6 +58,7 @@ from proxy.core.ids import IdPool
 from proxy.core.jsonvalues import INVALID, JSONObject, dumps, loads, writable
 from proxy.core.markup import reasoning_names
 from proxy.core.options import RequestInfo, UpstreamOptions
+from proxy.core.parse_failure import chat_chunks, error_message, recover
 from proxy.core.protocols.chat.choice import ChoiceNormalizer
 from proxy.core.protocols.chat.chunks import envelope_unsure, envelopes_sure, interest_pattern
 from proxy.core.protocols.chat.completion import normalize_completion
@@ -96,6 +97,7 @@ class StreamNormalizer:
     ) -> None:
         self.options = options
         self.fast = fast
+        self._new_id = new_id
         #: None: what a call that went out keeps for the checks counts toward
         #: max_held_bytes (a chat client: failing open costs it nothing, the upstream's own
         #: chat goes on); a limit: it is kept up to that apart (the bridge, which fails the
@@ -261,6 +263,9 @@ class StreamNormalizer:
         if not isinstance(obj, dict) or not writable(obj, data):
             return self._send([Passed(event, obj if isinstance(obj, dict) else None)])
         if "error" in obj:
+            recovered = self._recovered(obj)
+            if recovered is not None:
+                return recovered
             self._error_seen = True
         choices = obj.get("choices")
         if not isinstance(choices, list):
@@ -391,6 +396,23 @@ class StreamNormalizer:
             normalizer = self._choices[key] = ChoiceNormalizer(self._ctx, source, choice)
         return normalizer
 
+    def _recovered(self, error: JSONObject) -> list[Sent] | None:
+        """llama-server's parser failure that holds the model's calls: what the stream
+        sends instead of the error, the calls as if the upstream had streamed them, then
+        its end (proxy/core/parse_failure.py); None: the error goes on."""
+        if not self.options.recover_parse_failures:
+            return None
+        recovered = recover(error_message(error), self._ctx.tools)
+        if recovered is None:
+            return None
+        self.repairs[Repair.PARSE_FAILURE_RECOVERED] += 1
+        out: list[Sent] = []
+        chunks = chat_chunks(recovered, model="", new_id=self._new_id, role=not self._choices)
+        for chunk in chunks:
+            data = dumps(chunk)
+            out += self._chunk(Event(raw=encode_event(data), data=data), data)
+        return out + self._done_event(Event(raw=DONE, data=b"[DONE]"))
+
     def _done_event(self, event: Event) -> list[Sent]:
         out = [] if self._raw else self._end(complete=True)
         self._done = True
@@ -405,6 +427,9 @@ class StreamNormalizer:
         payload = loads(text)
         if payload is INVALID:
             payload = {"message": text}
+        recovered = self._recovered({"error": payload})
+        if recovered is not None:
+            return recovered
         self.repairs[Repair.ERROR_FIELD] += 1
         self._error_seen = True
         chunk = {"error": payload}

@@ -13,7 +13,9 @@ usage. Rules:
    and ``signature``; ``tool_use`` with ``id``, ``name`` and ``input: {}``).
 4. Deltas match the block: text_delta (text), thinking_delta / signature_delta, input_json_delta
    (partial_json). A tool's input is the concatenation of its fragments, a JSON object when the
-   turn did not end at max_tokens (empty means ``{}``).
+   turn did not end at max_tokens (empty means ``{}``), but for the ids in ``abandoned``: calls
+   of an earlier generation a second one was spliced over (issue 24 item 9), which went out cut
+   before the splice could be seen.
 5. ``message_delta`` once, with no block open: a known ``stop_reason`` (``tool_use`` exactly when
    there are tool_use blocks, unless ``max_tokens``), ``stop_sequence`` a string only for
    ``stop_sequence``, usage with integer ``output_tokens``. ``message_stop`` then, last.
@@ -65,8 +67,9 @@ def events_of(data: bytes) -> list[Event]:
     return out
 
 
-def check(data: bytes, *, finished: bool = True) -> Result:
-    """Check a whole stream; ``finished=False`` allows a stream cut before message_stop."""
+def check(data: bytes, *, finished: bool = True, abandoned: frozenset[str] = frozenset()) -> Result:
+    """Check a whole stream; ``finished=False`` allows a stream cut before message_stop;
+    ``abandoned``: the ids of tool calls whose input may be cut (rule 4)."""
     result = Result()
     pieces: list[str] = []
     open_index: int | None = None
@@ -120,7 +123,7 @@ def check(data: bytes, *, finished: bool = True) -> Result:
         elif kind == "message_delta":
             assert state == "blocks", "a second message_delta"
             assert open_index is None, f"message_delta while block {open_index} is open"
-            _check_delta(payload, result)
+            _check_delta(payload, result, abandoned)
             state = "delta"
         elif kind == "message_stop":
             assert state == "delta", "message_stop without message_delta"
@@ -191,7 +194,7 @@ def _delta(block: dict[str, Any], delta: dict[str, Any], pieces: list[str]) -> N
         raise AssertionError(f"unknown delta type {kind!r}")
 
 
-def _check_delta(payload: dict[str, Any], result: Result) -> None:
+def _check_delta(payload: dict[str, Any], result: Result, abandoned: frozenset[str]) -> None:
     delta, usage = payload.get("delta"), payload.get("usage")
     assert isinstance(delta, dict), payload
     assert isinstance(usage, dict), payload
@@ -205,8 +208,13 @@ def _check_delta(payload: dict[str, Any], result: Result) -> None:
         assert bool(tools) == (reason == "tool_use"), (
             f"stop_reason {reason} with {len(tools)} calls"
         )
+        unchecked = set(abandoned)
         for block in tools:
             text = block.pop("input_text", "")
+            if block.get("id") in unchecked:  # its first block only: a later may reuse the id
+                unchecked.discard(block["id"])
+                block["input_unparsed"] = text
+                continue
             block["input"] = json.loads(text) if text else {}
             assert isinstance(block["input"], dict), block
     else:

@@ -23,8 +23,10 @@ proxy/core/repairs.py; docs/quirks.md M1-M4 and "llama.cpp's own endpoints"):
   block, with the last stop reason and usage;
 * ``stop_reason`` ``""``/``end_turn`` after tool_use blocks -> ``tool_use``; a finished turn
   whose tool input does not parse -> ``max_tokens``;
-* a second ``message_start`` (duplicated, or a second generation spliced in): dropped, the
-  open block stopped, and the new generation's blocks numbered after the first's;
+* a second ``message_start`` (duplicated, or a second generation spliced in, vercel/ai#18402):
+  dropped; after blocks of the first, the open block stopped, the new generation's blocks
+  numbered after the first's, and the message ends as the later generation says (its stop
+  reason; an input the earlier one left cut does not make it ``max_tokens``);
 * tool-call markup in a ``text_delta`` (every configured dialect): the text block is cut there
   and the call goes out as a ``tool_use`` block;
 * the same call twice in a row (same name, JSON-equal input): counted; under ``dedupe_calls``
@@ -57,6 +59,7 @@ import orjson
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup import check_names
 from proxy.core.options import UpstreamOptions
+from proxy.core.parse_failure import Recovered, error_message, recover
 from proxy.core.protocols.messages.native import fields as native_fields
 from proxy.core.protocols.messages.native.lifecycle import DELTA_SEEN, STARTED, Phase, Step, after
 from proxy.core.protocols.messages.native.model import extracts
@@ -204,6 +207,10 @@ class NativeMessages(BlockFlow):
     def _error(self, event: Event, payload: JSONObject) -> None:
         """The upstream failed: its error, in Anthropic's shape, is the stream's last word
         (nothing made up after it, no end of a block or of the message)."""
+        recovered = self._recovered(payload)
+        if recovered is not None:
+            self._answer(recovered)
+            return
         if self._delta is not None:
             self._release_delta()
         self._phase = after(self._phase, Step.ERROR)
@@ -219,7 +226,12 @@ class NativeMessages(BlockFlow):
     def _message_start(self, event: Event, payload: JSONObject) -> None:
         if self._phase in STARTED:
             self.note(Repair.MESSAGE_START_REPEATED)
-            self.finish_active(None)
+            if self.calls.calls.next_index:  # blocks went out: a generation spliced in
+                self.note(Repair.GENERATION_SPLICED)
+                self.finish_active(None)
+                # the earlier generation's blocks went out as they were, and cannot be taken
+                # back; how the message ends is the later one's (its stop reason, its inputs)
+                self.bad_input = False
             self.forget_blocks()  # the next generation numbers its blocks from 0 again
             return
         message = payload.get("message")
@@ -227,6 +239,40 @@ class NativeMessages(BlockFlow):
             self.usage.saw(message.get("usage"))
         self._phase = after(self._phase, Step.START)
         self.write(event, payload, self.note_all(native_fields.message_start(payload)))
+
+    def _recovered(self, payload: JSONObject) -> Recovered | None:
+        """llama-server's parser failure that holds the model's whole calls
+        (proxy/core/parse_failure.py); None: the error goes on."""
+        if not self._options.recover_parse_failures:
+            return None
+        return recover(error_message(payload), convert_tools(self._request.get("tools")))
+
+    def _answer(self, recovered: Recovered) -> None:
+        """The calls of a parser failure instead of the error: the block left open stopped,
+        the model's text and each call as blocks of their own, then the message's end."""
+        self.note(Repair.PARSE_FAILURE_RECOVERED)
+        self._ensure_started()
+        self.finish_active(None)
+        if recovered.text:
+            index = self.open_wire({"type": "text", "text": ""})
+            delta = {"type": "text_delta", "text": recovered.text}
+            self.emit({"type": "content_block_delta", "index": index, "delta": delta})
+        for call in recovered.calls:
+            ident = call.id or "toolu_" + self._new_id()
+            block = {"type": "tool_use", "id": ident, "name": call.name, "input": {}}
+            index = self.open_wire(block)
+            delta = {"type": "input_json_delta", "partial_json": call.arguments}
+            self.emit({"type": "content_block_delta", "index": index, "delta": delta})
+        self.stop_wire()
+        if self._delta is not None:  # the upstream's, before its failure: the calls' ends it
+            self.held_bytes -= len(self._delta[1].raw)
+            self._delta = None
+        if self._phase not in DELTA_SEEN:
+            self._phase = after(self._phase, Step.DELTA)
+        reason = {"stop_reason": "tool_use", "stop_sequence": None}
+        self.emit({"type": "message_delta", "delta": reason, "usage": {"output_tokens": 0}})
+        self.emit({"type": "message_stop"})
+        self._phase = after(self._phase, Step.STOP)
 
     def _hold_delta(self, event: Event, payload: JSONObject) -> None:
         """A message_delta waits for the message's end: blocks may still follow it (Kimi K2

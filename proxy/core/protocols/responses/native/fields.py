@@ -1,4 +1,5 @@
-"""A native stream's function call items: their own fields (R1-R3, llama.cpp's endpoint).
+"""A native stream's function call items: their own fields (R1-R3, llama.cpp's endpoint); and
+a message item's opening (a gateway's, issue 24 item 10).
 
 Arguments a server puts whole in the item's ``output_item.added`` go out as a delta after
 it; a missing ``function_call_arguments.done`` is inserted. The call's state, its ids and its
@@ -28,6 +29,21 @@ def shown(ev: WireEvent, item: JSONObject, out: ClientItem) -> tuple[str, list[R
         item["arguments"] = ""
         ev.changed()
     return str(moved), repairs
+
+
+def message_added(ev: WireEvent, item: JSONObject) -> list[Repair]:
+    """A message's ``output_item.added`` begins it empty: a gateway that puts the empty
+    ``output_text`` part in it, which ``content_part.added`` then adds again, has it twice
+    for a client that builds the message from the events (``content: []``). Parts that
+    carry text are left as they came: nothing is dropped that was said."""
+    content = item.get("content")
+    if not isinstance(content, list) or not content:
+        return []
+    if any(not isinstance(part, dict) or part.get("text") for part in content):
+        return []
+    item["content"] = []
+    ev.changed()
+    return [Repair.MESSAGE_ADDED_WITH_CONTENT]
 
 
 def arguments_delta(out: ClientItem, text: str) -> JSONObject:

@@ -47,6 +47,7 @@ from typing import Final
 from proxy.core.calls.state import SUSPECT
 from proxy.core.jsonvalues import JSONObject, loads
 from proxy.core.options import UpstreamOptions
+from proxy.core.parse_failure import Recovered, recover
 from proxy.core.protocols.responses.native.lifecycle import Phase, Step, after
 from proxy.core.protocols.responses.native.model import WireEvent
 from proxy.core.protocols.responses.native.request import NativeRequest
@@ -289,14 +290,21 @@ class NativeStream(ItemFlow):
         """An error that is no Responses event (llama-server b11434 ends a failed generation
         with a bare ``data: {"error": {...}}``, no type, no terminal event): the client gets
         an ``error`` event and ``response.failed`` carrying its message, the items left open
-        ended before them; never a successful end."""
-        self.repair(Repair.ERROR_RESHAPED)
+        ended before them; never a successful end. A parser failure that holds the model's
+        whole calls is answered with them instead (proxy/core/parse_failure.py)."""
+        recovered = None
+        if self._options.recover_parse_failures:
+            recovered = recover(error.get("message"), self._request.chat_tools)
+        self.repair(Repair.PARSE_FAILURE_RECOVERED if recovered else Repair.ERROR_RESHAPED)
         if self._phase is _NEW:
             self.repair(Repair.CREATED_MISSING)
             self._start(WireEvent({"type": "response.created", "response": {}}, None))
         if self._phase is _CREATED:
             self._phase = after(self._phase, Step.IN_PROGRESS)
             self.insert({"type": "response.in_progress", "response": self._head()})
+        if recovered is not None:
+            self._answer(recovered)
+            return
         message = error.get("message")
         if not isinstance(message, str):
             message = str(error.get("message") or error.get("code") or "upstream error")
@@ -311,20 +319,33 @@ class NativeStream(ItemFlow):
         failed = WireEvent({"type": "response.failed", "response": response}, None)
         self._terminal(failed, {"type": "error", "code": code, "message": message, "param": None})
 
-    def _terminal(self, ev: WireEvent, error: JSONObject | None = None) -> None:
-        """The response's end; ``error``: an error event the proxy sends right before it."""
+    def _answer(self, recovered: Recovered) -> None:
+        """The calls of a parser failure as the response's last items, then its end."""
+        self._end_items(failed=False)
+        if recovered.text:
+            self.add_whole_message(recovered.text)
+        for call in recovered.calls:
+            self.add_whole_call(call.name, call.arguments, call.id)
+        usage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+        response = {**self._head(), "status": "completed", "usage": usage}
+        self._terminal(WireEvent({"type": "response.completed", "response": response}, None))
+
+    def _end_items(self, *, failed: bool) -> None:
+        """The items left open ended in order (or a held call's end), each event read once."""
         if self.calls.blocking is not None:
             self.calls.call_ended(self.calls.blocking, None)
         if self._extracting is not None:
             self.text.end_extraction(self._extracting)
-        # one item ended (or a held call's end) and one item's events read a turn: the items
-        # left open are ended in order, each event read once
         while self._open_item is not None or self._waiting or self.calls.blocking is not None:
             if self.calls.blocking is not None:
                 self.calls.call_ended(self.calls.blocking, None)
             elif self._open_item is not None:
-                self.close_early(self._open_item, failed=error is not None)
+                self.close_early(self._open_item, failed=failed)
             self.release()
+
+    def _terminal(self, ev: WireEvent, error: JSONObject | None = None) -> None:
+        """The response's end; ``error``: an error event the proxy sends right before it."""
+        self._end_items(failed=error is not None)
         response = ev.get("response")
         if not isinstance(response, dict):
             response = {}

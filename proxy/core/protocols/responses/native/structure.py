@@ -197,6 +197,9 @@ class ItemFlow:
             moved, repairs = call_fields.shown(ev, item, out)
             for kind in repairs:
                 self.repair(kind)
+        elif up.type == "message":
+            for kind in call_fields.message_added(ev, item):
+                self.repair(kind)
         self._items.append(out)
         self._open_item = out
         up.target = out
@@ -365,6 +368,50 @@ class ItemFlow:
                 up.deferred = []
         events.sort(key=arrival)
         return events
+
+    def add_whole_message(self, text: str) -> None:
+        """A message item the proxy adds whole (a parser failure's text)."""
+        out = self.new_item("message", "msg_" + self.new_id())
+        base = {"item_id": out.id, "output_index": out.index}
+        item = {"id": out.id, "type": "message", "status": "in_progress", "role": "assistant"}
+        self.insert(
+            {
+                "type": "response.output_item.added",
+                "output_index": out.index,
+                "item": {**item, "content": []},
+            }
+        )
+        part = {"type": "output_text", "annotations": [], "text": ""}
+        self.insert(
+            {"type": "response.content_part.added", **base, "content_index": 0, "part": part}
+        )
+        text_base = {**base, "content_index": 0}
+        self.insert(
+            {"type": "response.output_text.delta", **text_base, "delta": text, "logprobs": []}
+        )
+        self.insert(
+            {"type": "response.output_text.done", **text_base, "text": text, "logprobs": []}
+        )
+        self.insert({"type": "response.content_part.done", **text_base, "part": message_part(text)})
+        done = {**item, "status": "completed", "content": [message_part(text)]}
+        self.finish(out, done)
+        self.insert({"type": "response.output_item.done", "output_index": out.index, "item": done})
+
+    def add_whole_call(self, name: str, arguments: str, call_id: str | None) -> None:
+        """A function call item the proxy adds whole (a parser failure's call)."""
+        out = self.new_item("function_call", "fc_" + self.new_id())
+        call_id = call_id or "call_" + self.new_id()
+        item = {"id": out.id, "type": "function_call", "status": "in_progress"}
+        item |= {"arguments": "", "call_id": call_id, "name": name}
+        self.insert({"type": "response.output_item.added", "output_index": out.index, "item": item})
+        base = {"item_id": out.id, "output_index": out.index}
+        self.insert({"type": "response.function_call_arguments.delta", **base, "delta": arguments})
+        self.insert(
+            {"type": "response.function_call_arguments.done", **base, "arguments": arguments}
+        )
+        done = {**item, "status": "completed", "arguments": arguments}
+        self.finish(out, done)
+        self.insert({"type": "response.output_item.done", "output_index": out.index, "item": done})
 
     def close_early(self, out: ClientItem, *, failed: bool = False) -> None:
         """End an item the upstream never ended (R3: no output_item.done for calls), at
