@@ -87,6 +87,9 @@ class RequestInfo:
             name = _function_name(choice)
             if name is not None:
                 return name
+        # TGI takes a function's name as a string tool_choice (issue 24 item 2)
+        if isinstance(choice, str) and any(_function_name(t) == choice for t in self.tools):
+            return choice
         if len(self.tools) == 1:
             return _function_name(self.tools[0])
         return None

@@ -65,6 +65,8 @@ class Repair(StrEnum):
     ARGS_PLACEHOLDER = "args-placeholder"  # case m: `"{}"` in front of the real arguments
     EMPTY_ARGUMENTS = "empty-arguments"  # rule 10: a call without argument text gets "{}"
     NAME_MISSING = "name-missing"  # a call ended without a name (taken from the request if it can)
+    # issue 24 item 2: TGI's grammar call, named by the `_name` inside its wrapped arguments
+    GRAMMAR_CALL = "grammar-call"
     # a call equal to the one before it, or a markup call equal to a structured one: counted;
     # dropped when from markup, or under dedupe_calls (llama.cpp#21882)
     CALL_DUPLICATED = "call-duplicated"

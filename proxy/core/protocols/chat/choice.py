@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import Final
 
 from proxy.core.calls.driver import Calls
-from proxy.core.calls.state import HELD, CallInput
+from proxy.core.calls.state import HELD, CallInput, CallState
 from proxy.core.jsonvalues import INVALID, JSONObject
 from proxy.core.protocols.chat.call_matching import CallMatching
 from proxy.core.protocols.chat.call_pieces import CallPieces
@@ -42,6 +42,7 @@ from proxy.core.protocols.chat.deltas import (
 from proxy.core.protocols.chat.early_finish import HeldFinish
 from proxy.core.protocols.chat.fast import HotPaths
 from proxy.core.protocols.chat.finish import attach_finish, read_finish
+from proxy.core.protocols.chat.grammar_calls import grammar_call
 from proxy.core.protocols.chat.markup_bridge import MarkupBridge
 from proxy.core.protocols.chat.pieces import Call, Piece, Sink, Source, StreamContext
 from proxy.core.protocols.chat.tooldelta import ToolDelta
@@ -205,6 +206,8 @@ class ChoiceNormalizer:
         self._markup.stop(sink)
         calls = self._calls
         for call in calls.records:
+            if call.state is CallState.NAMELESS:
+                self._name_grammar_call(call, sink)
             calls.input(call, CallInput.END, "", sink, complete=complete)
         for _ in range(calls.repeats.count(calls.records)):
             self._record(Repair.CALL_DUPLICATED)
@@ -214,6 +217,20 @@ class ChoiceNormalizer:
                     self._record(Repair.ARGS_NOT_JSON)  # Q18: seen, not repairable
                     self._cut = True
                 calls.forget(call)
+
+    def _name_grammar_call(self, call: Call, sink: Sink) -> None:
+        """A call that ends without a name whose arguments are TGI's grammar output gets the
+        name and the arguments inside them (chat/grammar_calls.py; ``grammar-call``)."""
+        found = grammar_call(call.text())
+        if found is None:
+            return
+        name, arguments = found
+        calls = self._calls
+        calls.forget(call)
+        calls.keep(call, arguments)
+        call.name = name
+        self._record(Repair.GRAMMAR_CALL)
+        calls.input(call, calls.naming(call, ""), "", sink)
 
 
 def _goes_on(delta: object) -> bool:
