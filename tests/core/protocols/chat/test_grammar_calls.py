@@ -54,9 +54,9 @@ def _tgi(pieces: list[str], finish: str = "stop") -> bytes:
     """TGI's shape: tool_calls an object, name null, id empty, on every delta."""
     body = b""
     for i, piece in enumerate(pieces):
-        entry = {"index": 0, "id": "", "type": "function"}
+        entry: dict[str, object] = {"index": 0, "id": "", "type": "function"}
         entry["function"] = {"name": None, "arguments": piece}
-        delta = {"role": "assistant", "content": None, "tool_calls": entry}
+        delta: dict[str, object] = {"role": "assistant", "content": None, "tool_calls": entry}
         body += _chunk(delta, finish if i == len(pieces) - 1 else None)
     return body + b"data: [DONE]\n\n"
 
