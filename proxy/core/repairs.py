@@ -67,7 +67,8 @@ class Repair(StrEnum):
     NAME_MISSING = "name-missing"  # a call ended without a name (taken from the request if it can)
     # issue 24 item 2: TGI's grammar call, named by the `_name` inside its wrapped arguments
     GRAMMAR_CALL = "grammar-call"
-    # a call equal to the one before it, or a markup call equal to a structured one: counted;
+    # a call equal to the one before it, or the k-th markup call equal to the k-th structured
+    # call while every markup call before it was a copy (issue 24 item 5): counted;
     # dropped when from markup, or under dedupe_calls (llama.cpp#21882)
     CALL_DUPLICATED = "call-duplicated"
 
