@@ -498,3 +498,51 @@ def test_repeats_among_new_markup_calls_fall_under_dedupe_calls():
     deduped, n = normalize(body, UpstreamOptions(dialects=("hermes",), dedupe_calls=True))
     assert [c.name for c in reconstruct(deduped).choices[0].calls] == ["get_weather", "get_time"]
     assert n.repairs["call-duplicated"] == 1
+
+
+# -- an unfinished markup fragment before a structured call (issue 24 item 3) -----------------
+
+
+def _fragment_then(fragment: list[str], name: str | None) -> bytes:
+    head = event({"role": "assistant", "content": None})
+    texts = b"".join(event({"content": piece}) for piece in fragment)
+    call = _structured((name, '{"city": "Paris"}')) if name else []
+    return head + texts + b"".join(call) + event({}, "tool_calls" if name else "stop")
+
+
+QWEN = UpstreamOptions(dialects=("qwen3_coder",))
+
+
+@pytest.mark.parametrize("form", ["S1", "S2"])
+@pytest.mark.parametrize(
+    "fragment",
+    [
+        ["<tool_call>", "\n", "<function=", "get_current", "_weather"],  # llama.cpp b6522
+        ["<tool_call>", "\n", "<function=", "get_cur"],  # the beginning of the name
+    ],
+    ids=["whole-name", "name-prefix"],
+)
+def test_a_fragment_naming_the_structured_call_after_it_is_dropped(form, fragment):
+    body = _fragment_then(fragment, "get_current_weather")
+    options = UpstreamOptions(dialects=("qwen3_coder",), coalesce=form == "S2")
+    out, n = normalize(body, options)
+    assert check(out, form=form) == []
+    seen = reconstruct(out).choices[0]
+    assert "".join(seen.content) == ""
+    assert [c.name for c in seen.calls] == ["get_current_weather"]
+    assert n.repairs["markup-fragment-dropped"] == 1
+
+
+@pytest.mark.parametrize(
+    ("fragment", "name"),
+    [
+        (["<tool_call>", "\n", "<function=", "get_time"], "get_current_weather"),  # disagrees
+        (["<tool_call>", "\n", "<function=", "get_current_weather"], None),  # no call after
+    ],
+    ids=["another-name", "no-structured-call"],
+)
+def test_a_fragment_that_names_no_later_structured_call_stays_text(fragment, name):
+    out, n = normalize(_fragment_then(fragment, name), QWEN)
+    seen = reconstruct(out).choices[0]
+    assert "".join(seen.content) == "".join(fragment)
+    assert "markup-fragment-dropped" not in n.repairs
