@@ -30,6 +30,9 @@ class UpstreamOptions:
     extract_from_reasoning: bool | Literal["auto"] = "auto"
     #: drop a call equal to the one right before it (same name, JSON-equal arguments)
     dedupe_calls: bool = False
+    #: the field a chat client gets reasoning in: "keep" (as sent), "reasoning_content" or
+    #: "reasoning" (chat/reasoning.py)
+    reasoning_field: Literal["keep", "reasoning_content", "reasoning"] = "keep"
     #: one SSE event larger than this is not parsed: the stream is forwarded raw from there
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     #: cap on what one stream may hold: argument text kept for checking, held calls and text

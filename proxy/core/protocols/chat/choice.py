@@ -45,6 +45,7 @@ from proxy.core.protocols.chat.finish import attach_finish, read_finish
 from proxy.core.protocols.chat.grammar_calls import grammar_call
 from proxy.core.protocols.chat.markup_bridge import MarkupBridge
 from proxy.core.protocols.chat.pieces import Call, Piece, Sink, Source, StreamContext
+from proxy.core.protocols.chat.reasoning import other_field, renamed
 from proxy.core.protocols.chat.tooldelta import ToolDelta
 from proxy.core.repairs import Repair
 
@@ -61,6 +62,7 @@ class ChoiceNormalizer:
         "_markup",
         "_matching",
         "_pieces",
+        "_reasoning_other",
         "_record",
         "_stream",
         "finished",
@@ -81,6 +83,7 @@ class ChoiceNormalizer:
         self.finished: object = None
         self._cut = False  # a call ended with arguments that are not JSON
         self._stream = stream
+        self._reasoning_other = other_field(stream.reasoning_field)
         #: the finish whose chunk waits for the choice's next event (chat/early_finish.py)
         self.held: HeldFinish | None = None
         self._dropped: object = None  # the latest finish found early
@@ -103,6 +106,8 @@ class ChoiceNormalizer:
         head: JSONObject | None = None
         if isinstance(delta, dict):
             head = {k: v for k, v in delta.items() if k != "tool_calls"}
+            if self._reasoning_other is not None:
+                head = self._reasoning(head)
             if self._markup.extracting:
                 self._markup.extract_text(head, sink)
             if tool is not None:
@@ -128,6 +133,16 @@ class ChoiceNormalizer:
                 self.held = HeldFinish(out, out[-1])
                 self._stream.finishes_held += 1
         return out
+
+    def _reasoning(self, head: JSONObject) -> JSONObject:
+        """The delta's reasoning under the field the upstream's ``reasoning_field`` names
+        (chat/reasoning.py): ``reasoning-field-renamed``."""
+        assert self._reasoning_other is not None
+        changed = renamed(head, self._stream.reasoning_field, self._reasoning_other)
+        if changed is None:
+            return head
+        self._record(Repair.REASONING_FIELD_RENAMED)
+        return changed
 
     def _settle(self, *, early: bool) -> None:
         """Decide the held finish: ``early`` (more of the choice came) takes it off."""

@@ -62,6 +62,7 @@ from proxy.core.protocols.chat.completion import normalize_completion
 from proxy.core.protocols.chat.early_finish import FinishHold
 from proxy.core.protocols.chat.fast import MarkupRepeat, ShapeRepeat
 from proxy.core.protocols.chat.pieces import Piece, Sink, Slot, Source, StreamContext
+from proxy.core.protocols.chat.reasoning import other_field
 from proxy.core.protocols.chat.sent import Own, Passed, Released, Sent, own_sent, size
 from proxy.core.protocols.chat.tooldelta import read_choices
 from proxy.core.repairs import Repair
@@ -111,10 +112,12 @@ class StreamNormalizer:
             fallback_name=request.fallback_name,
             ids=IdPool(new_id),
             dedupe=options.dedupe_calls,
+            reasoning_field=options.reasoning_field,
         )
         self.repairs: Counter[str] = self._ctx.repairs
         self.dropped_arguments: list[str] = self._ctx.dropped
-        self._interesting = interest_pattern(extract)
+        renames = other_field(options.reasoning_field)  # its chunks are rewritten too
+        self._interesting = interest_pattern((*extract, renames) if renames else extract)
         self._choices: dict[int, ChoiceNormalizer] = {}
         self._queue: deque[Sent | Slot | FinishHold] = deque()  # output behind a held call
         self._queued = 0  # bytes in the queue, counted toward max_held_bytes
