@@ -33,6 +33,8 @@ class UpstreamOptions:
     #: the field a chat client gets reasoning in: "keep" (as sent), "reasoning_content" or
     #: "reasoning" (chat/reasoning.py)
     reasoning_field: Literal["keep", "reasoning_content", "reasoning"] = "keep"
+    #: a leading ``<think>...</think>`` in content is reasoning (chat/reasoning.py)
+    think_in_content: bool = False
     #: one SSE event larger than this is not parsed: the stream is forwarded raw from there
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     #: cap on what one stream may hold: argument text kept for checking, held calls and text

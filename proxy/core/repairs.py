@@ -79,6 +79,8 @@ class Repair(StrEnum):
     MARKUP_BROKEN = "markup-broken"
     # issue 24 item 11: reasoning moved to the field the upstream's reasoning_field names
     REASONING_FIELD_RENAMED = "reasoning-field-renamed"
+    # issue 24 item 11: a leading <think> block in content made reasoning (think_in_content)
+    THINK_IN_CONTENT = "think-in-content"
     # issue 24 item 3: an unfinished block naming a structured call that followed it, dropped
     MARKUP_FRAGMENT_DROPPED = "markup-fragment-dropped"
     DIALECT_ERROR = "dialect-error"  # a dialect raised; extraction stopped for the stream

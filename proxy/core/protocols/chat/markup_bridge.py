@@ -22,6 +22,7 @@ from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Seg
 from proxy.core.protocols.chat.call_pieces import CallPieces
 from proxy.core.protocols.chat.deltas import Extras, FieldsDelta
 from proxy.core.protocols.chat.pieces import Call, Sink, StreamContext
+from proxy.core.protocols.chat.reasoning import FIELDS, LeadingThink
 from proxy.core.repairs import Repair, markup_kind
 
 _NAME_TAIL: Final = re.compile(r"[\w.:-]+\Z")
@@ -48,6 +49,7 @@ class MarkupBridge:
         "_input",
         "_pieces",
         "_record",
+        "_think",
         "extracting",
         "extractors",
         "open_calls",
@@ -66,7 +68,8 @@ class MarkupBridge:
         self._held_text: dict[str, str] = {}  # what an extractor holds, as far as known
         self._broken = 0  # calls whose markup broke, as the extractors counted them so far
         self._held_since = 0  # the calls there were when the content's held text began
-        self.extracting = bool(ctx.extract)
+        self._think = LeadingThink() if ctx.think_in_content else None
+        self.extracting = bool(ctx.extract) or self._think is not None
 
     @property
     def markup_call(self) -> Call | None:
@@ -75,6 +78,8 @@ class MarkupBridge:
 
     def extract_text(self, head: JSONObject, sink: Sink) -> None:
         """Take the calls out of the text fields of ``head`` (a delta without its calls)."""
+        if self._think is not None:
+            self._leading_think(head)
         for key in self._ctx.extract:
             text = head.get(key)
             if not isinstance(text, str) or not text or not self.extracting:
@@ -95,6 +100,37 @@ class MarkupBridge:
         if sink.own and isinstance(lead := sink.own[0].delta, FieldsDelta):
             del sink.own[0]
             head.update(lead.fields)
+
+    def _leading_think(self, head: JSONObject) -> None:
+        """A leading ``<think>`` block of the content moved to the reasoning field
+        (``think_in_content``, chat/reasoning.py)."""
+        think = self._think
+        text = head.get("content")
+        if think is None or not isinstance(text, str) or not text:
+            return
+        before = think.held
+        reasoning, content = think.feed(text)
+        self._ctx.held += think.held - before
+        self._put_split(head, reasoning, content)
+        if think.done:
+            self._think_ended()
+
+    def _put_split(self, head: JSONObject, reasoning: str, content: str) -> None:
+        if reasoning:
+            key = self._ctx.reasoning_field if self._ctx.reasoning_field != "keep" else FIELDS[0]
+            earlier = head.get(key)
+            head[key] = (earlier if isinstance(earlier, str) else "") + reasoning
+        if content:
+            head["content"] = content
+        else:
+            head.pop("content", None)
+
+    def _think_ended(self) -> None:
+        assert self._think is not None
+        if self._think.found:
+            self._ctx.repairs[Repair.THINK_IN_CONTENT] += 1
+        self._think = None
+        self.extracting = bool(self._ctx.extract)
 
     def _extractor(self, key: str) -> Extractor | None:
         if key not in self.extractors:
@@ -161,6 +197,14 @@ class MarkupBridge:
 
     def stop(self, sink: Sink) -> None:
         """Close the extractors: the end of the choice."""
+        if self._think is not None:
+            self._ctx.held -= self._think.held
+            reasoning, content = self._think.close()
+            head: JSONObject = {}
+            self._put_split(head, reasoning, content)
+            if head:
+                sink.put(self._pieces.piece(head))
+            self._think_ended()
         self.extracting = False
         for key, extractor in self.extractors.items():
             if extractor is None:

@@ -113,11 +113,15 @@ class StreamNormalizer:
             ids=IdPool(new_id),
             dedupe=options.dedupe_calls,
             reasoning_field=options.reasoning_field,
+            think_in_content=options.think_in_content,
         )
         self.repairs: Counter[str] = self._ctx.repairs
         self.dropped_arguments: list[str] = self._ctx.dropped
         renames = other_field(options.reasoning_field)  # its chunks are rewritten too
-        self._interesting = interest_pattern((*extract, renames) if renames else extract)
+        interest = (*extract, renames) if renames else extract
+        if options.think_in_content and "content" not in interest:
+            interest = (*interest, "content")  # a leading <think> block is looked for
+        self._interesting = interest_pattern(interest)
         self._choices: dict[int, ChoiceNormalizer] = {}
         self._queue: deque[Sent | Slot | FinishHold] = deque()  # output behind a held call
         self._queued = 0  # bytes in the queue, counted toward max_held_bytes
