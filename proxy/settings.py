@@ -59,6 +59,11 @@ class UpstreamSettings(_Strict):
     # their calls there (proxy.core.markup.reasoning_names)
     extract_from_reasoning: bool | Literal["auto"] = "auto"
     dedupe_calls: bool = False
+    # the field chat clients get reasoning in (issue 24 item 11): as the upstream sent it, or
+    # always the one named (the AI SDK and OpenCode read reasoning_content)
+    reasoning_field: Literal["keep", "reasoning_content", "reasoning"] = "keep"
+    # a leading <think>...</think> in a chat answer's content is reasoning (issue 24 item 11)
+    think_in_content: bool = False
     max_concurrent_requests: int | None = Field(
         None, ge=1
     )  # above it: 429, see proxy/shell/limits.py

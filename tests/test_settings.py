@@ -123,6 +123,11 @@ def test_file_values_and_environment_overrides(
             '[[upstreams]]\nname = "a"\nurl = "http://x"\nheal_arguments = "sometimes"\n',
             r"upstreams\[0\]\.heal_arguments",
         ),
+        # issue 24 item 11
+        (
+            '[[upstreams]]\nname = "a"\nurl = "http://x"\nreasoning_field = "both"\n',
+            r"upstreams\[0\]\.reasoning_field",
+        ),
     ],
 )
 def test_invalid_config_names_the_key(tmp_path: Path, text: str, message: str) -> None:

@@ -31,6 +31,11 @@ class UpstreamOptions:
     extract_from_reasoning: bool | Literal["auto"] = "auto"
     #: drop a call equal to the one right before it (same name, JSON-equal arguments)
     dedupe_calls: bool = False
+    #: the field a chat client gets reasoning in: "keep" (as sent), "reasoning_content" or
+    #: "reasoning" (chat/reasoning.py)
+    reasoning_field: Literal["keep", "reasoning_content", "reasoning"] = "keep"
+    #: a leading ``<think>...</think>`` in content is reasoning (chat/reasoning.py)
+    think_in_content: bool = False
     #: one SSE event larger than this is not parsed: the stream is forwarded raw from there
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     #: cap on what one stream may hold: argument text kept for checking, held calls and text
@@ -95,6 +100,9 @@ class RequestInfo:
             name = _function_name(choice)
             if name is not None:
                 return name
+        # TGI takes a function's name as a string tool_choice (issue 24 item 2)
+        if isinstance(choice, str) and any(_function_name(t) == choice for t in self.tools):
+            return choice
         if len(self.tools) == 1:
             return _function_name(self.tools[0])
         return None

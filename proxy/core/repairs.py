@@ -72,7 +72,10 @@ class Repair(StrEnum):
     ARGS_PLACEHOLDER = "args-placeholder"  # case m: `"{}"` in front of the real arguments
     EMPTY_ARGUMENTS = "empty-arguments"  # rule 10: a call without argument text gets "{}"
     NAME_MISSING = "name-missing"  # a call ended without a name (taken from the request if it can)
-    # a call equal to the one before it, or a markup call equal to a structured one: counted;
+    # issue 24 item 2: TGI's grammar call, named by the `_name` inside its wrapped arguments
+    GRAMMAR_CALL = "grammar-call"
+    # a call equal to the one before it, or the k-th markup call equal to the k-th structured
+    # call while every markup call before it was a copy (issue 24 item 5): counted;
     # dropped when from markup, or under dedupe_calls (llama.cpp#21882)
     CALL_DUPLICATED = "call-duplicated"
 
@@ -81,6 +84,12 @@ class Repair(StrEnum):
     MARKUP_IN_CONTENT = "markup-in-content"
     # markup that broke or ended inside a call, given back as its text (issue 24 item 4)
     MARKUP_BROKEN = "markup-broken"
+    # issue 24 item 11: reasoning moved to the field the upstream's reasoning_field names
+    REASONING_FIELD_RENAMED = "reasoning-field-renamed"
+    # issue 24 item 11: a leading <think> block in content made reasoning (think_in_content)
+    THINK_IN_CONTENT = "think-in-content"
+    # issue 24 item 3: an unfinished block naming a structured call that followed it, dropped
+    MARKUP_FRAGMENT_DROPPED = "markup-fragment-dropped"
     DIALECT_ERROR = "dialect-error"  # a dialect raised; extraction stopped for the stream
     CAP_REACHED = "cap-reached"  # max_held_bytes reached: the rest of the stream went raw
 

@@ -1,8 +1,14 @@
 """Calls that repeat an earlier call of the same choice: same name, JSON-equal arguments.
 
-Two shapes of upstream send them (issue 16). llama.cpp with some templates parses the model's
-first call into ``tool_calls`` and leaves the next ones as markup in ``content``; a markup call
-equal to a structured call is the same call a second time, and is always dropped. Gemma 4 on
+Two shapes of upstream send them (issue 16). Some servers stream a parsed call as
+``tool_calls`` and leave its text in ``content`` too, so the markup calls after the
+structured ones are copies of them, in order; llama.cpp with some templates parses the
+model's first call and leaves the next ones as markup, which are new calls (llama.cpp
+b5494: structured ``get_weather(Paris)``, then markup ``get_time(UTC)`` and
+``get_weather(Paris)``, three calls the model made). So, call by call (issue 24 item 5): the
+k-th markup call is a copy, always dropped, when it equals the k-th structured call and every
+markup call before it was a copy; from the first markup call that is not a copy on, they are
+new calls (indexed after the structured ones), whose repeats are any call's. Gemma 4 on
 llama.cpp (llama.cpp#21882) sends the same call twice in a row; two equal calls can be meant,
 so the second is dropped only under ``dedupe_calls`` and counted either way.
 
@@ -26,26 +32,48 @@ from proxy.core.jsonvalues import INVALID
 class Repeats:
     """What one choice knows of its calls for finding repeats."""
 
-    __slots__ = ("_dedupe", "_structured")
+    __slots__ = ("_copying", "_dedupe", "_last_markup", "_markup", "_structured")
 
     def __init__(self, *, dedupe: bool) -> None:
         self._dedupe = dedupe
-        self._structured: dict[str, list[CallRecord]] = {}  # the structured calls named, by name
+        self._structured: list[CallRecord] = []  # the structured calls, as they were named
+        self._markup = 0  # the markup calls named so far
+        self._last_markup: CallRecord | None = None
+        self._copying = True  # every markup call so far was a copy
 
     def rivals(self, calls: Sequence[CallRecord], call: CallRecord) -> tuple[CallRecord, ...]:
         """The earlier calls that ``call``, just named, is dropped for repeating: from markup,
-        the structured calls of its name; under dedupe_calls, the call right before it of the
-        same name."""
+        the structured call it may be a copy of (the k-th markup call's is the k-th
+        structured call, while every markup call before it was a copy); under dedupe_calls,
+        the call right before it of the same name."""
         assert call.name is not None
         found: list[CallRecord] = []
         if call.from_markup:
-            found += self._structured.get(call.name, ())
+            copy = self._copy_of(call)
+            if copy is not None:
+                found.append(copy)
         else:
-            self._structured.setdefault(call.name, []).append(call)
+            self._structured.append(call)
         before = _before(calls, call)
         if self._dedupe and before is not None and before.name == call.name:
             found.append(before)
         return tuple(dict.fromkeys(found))
+
+    def _copy_of(self, call: CallRecord) -> CallRecord | None:
+        """The structured call that markup ``call`` is a copy of if its arguments equal it.
+        A markup call is given out whole (issue 24 item 4), so the one before it was settled
+        (dropped as a copy, or not) by the time this one is named."""
+        last, self._last_markup = self._last_markup, call
+        if last is not None and last.state is not CallState.DROPPED:
+            self._copying = False
+        k, self._markup = self._markup, self._markup + 1
+        if not self._copying or k >= len(self._structured):
+            self._copying = False
+            return None
+        if self._structured[k].name != call.name:
+            self._copying = False
+            return None
+        return self._structured[k]
 
     @staticmethod
     def count(calls: Sequence[CallRecord]) -> int:

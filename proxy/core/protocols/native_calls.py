@@ -16,9 +16,10 @@ records (calls/record.py):
   call before the next one. Two equal calls can be meant, so the default keeps them;
 * empty arguments are the empty object, as the clients rebuild them.
 
-Chat's rule (calls/repeats.py) differs on purpose: there a markup call equal to any earlier
-structured call of the choice is always dropped (llama.cpp parses the first call and leaves
-the next as text); no server's own Responses or Messages stream is known to do that, so here
+Chat's rule (calls/repeats.py) differs on purpose: there the k-th markup call equal to the
+k-th structured call of the choice is always dropped while every markup call before it was a
+copy (issue 24 item 5: servers that stream a parsed call and leave its text in content); no
+server's own Responses or Messages stream is known to do that, so here
 a markup call is compared with the call right before it like any other. Each question looks
 at the call and the one before it only, and each call's arguments are parsed once
 (``ArgText.complete`` keeps the parse).

@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import Final
 
 from proxy.core.calls.driver import Calls
-from proxy.core.calls.state import HELD, CallInput
+from proxy.core.calls.state import HELD, CallInput, CallState
 from proxy.core.jsonvalues import INVALID, JSONObject
 from proxy.core.protocols.chat.call_matching import CallMatching
 from proxy.core.protocols.chat.call_pieces import CallPieces
@@ -42,8 +42,10 @@ from proxy.core.protocols.chat.deltas import (
 from proxy.core.protocols.chat.early_finish import HeldFinish
 from proxy.core.protocols.chat.fast import HotPaths
 from proxy.core.protocols.chat.finish import attach_finish, read_finish
+from proxy.core.protocols.chat.grammar_calls import grammar_call
 from proxy.core.protocols.chat.markup_bridge import MarkupBridge
 from proxy.core.protocols.chat.pieces import Call, Piece, Sink, Source, StreamContext
+from proxy.core.protocols.chat.reasoning import other_field, renamed
 from proxy.core.protocols.chat.tooldelta import ToolDelta
 from proxy.core.repairs import Repair
 
@@ -60,6 +62,7 @@ class ChoiceNormalizer:
         "_markup",
         "_matching",
         "_pieces",
+        "_reasoning_other",
         "_record",
         "_stream",
         "finished",
@@ -85,6 +88,7 @@ class ChoiceNormalizer:
         self.finished: object = None
         self._cut = False  # a call ended with arguments that are not JSON
         self._stream = stream
+        self._reasoning_other = other_field(stream.reasoning_field)
         #: the finish whose chunk waits for the choice's next event (chat/early_finish.py)
         self.held: HeldFinish | None = None
         self._dropped: object = None  # the latest finish found early
@@ -107,6 +111,8 @@ class ChoiceNormalizer:
         head: JSONObject | None = None
         if isinstance(delta, dict):
             head = {k: v for k, v in delta.items() if k != "tool_calls"}
+            if self._reasoning_other is not None:
+                head = self._reasoning(head)
             if self._markup.extracting:
                 self._markup.extract_text(head, sink)
             if tool is not None:
@@ -132,6 +138,16 @@ class ChoiceNormalizer:
                 self.held = HeldFinish(out, out[-1])
                 self._stream.finishes_held += 1
         return out
+
+    def _reasoning(self, head: JSONObject) -> JSONObject:
+        """The delta's reasoning under the field the upstream's ``reasoning_field`` names
+        (chat/reasoning.py): ``reasoning-field-renamed``."""
+        assert self._reasoning_other is not None
+        changed = renamed(head, self._stream.reasoning_field, self._reasoning_other)
+        if changed is None:
+            return head
+        self._record(Repair.REASONING_FIELD_RENAMED)
+        return changed
 
     def _settle(self, *, early: bool) -> None:
         """Decide the held finish: ``early`` (more of the choice came) takes it off."""
@@ -210,6 +226,8 @@ class ChoiceNormalizer:
         self._markup.stop(sink)
         calls = self._calls
         for call in calls.records:
+            if call.state is CallState.NAMELESS:
+                self._name_grammar_call(call, sink)
             calls.input(call, CallInput.END, "", sink, complete=complete)
         for _ in range(calls.repeats.count(calls.records)):
             self._record(Repair.CALL_DUPLICATED)
@@ -220,6 +238,20 @@ class ChoiceNormalizer:
                     self._record(Repair.ARGS_NOT_JSON)  # Q18: seen, not repairable
                     self._cut = True
                 calls.forget(call)
+
+    def _name_grammar_call(self, call: Call, sink: Sink) -> None:
+        """A call that ends without a name whose arguments are TGI's grammar output gets the
+        name and the arguments inside them (chat/grammar_calls.py; ``grammar-call``)."""
+        found = grammar_call(call.text())
+        if found is None:
+            return
+        name, arguments = found
+        calls = self._calls
+        calls.forget(call)
+        calls.keep(call, arguments)
+        call.name = name
+        self._record(Repair.GRAMMAR_CALL)
+        calls.input(call, calls.naming(call, ""), "", sink)
 
 
 def _goes_on(delta: object) -> bool:

@@ -92,10 +92,14 @@ class ChatDecoder:
             out.extend(self._finish(reason, choice.get("stop_reason")))
 
     def _delta(self, delta: Mapping[str, object], out: list[StreamEvent]) -> None:
+        seen = None
         for key in _REASONING_KEYS:
             text = delta.get(key)
-            if isinstance(text, str) and text:
+            # a server that sends both fields sends the same text in each (vLLM between the
+            # two names, some gateways): it is read once (issue 24 item 11)
+            if isinstance(text, str) and text and text != seen:
                 out.append(ReasoningDelta(text))
+                seen = text
         text = delta.get("content")
         if isinstance(text, str) and text:
             out.append(TextDelta(text))

@@ -10,6 +10,9 @@ extractors, one a text field, and the call each has open.
 
 from __future__ import annotations
 
+import re
+from typing import Final
+
 from proxy.core import markup as dialects
 from proxy.core.calls.driver import Calls
 from proxy.core.calls.state import CallInput, closes_whole
@@ -19,7 +22,19 @@ from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Seg
 from proxy.core.protocols.chat.call_pieces import CallPieces
 from proxy.core.protocols.chat.deltas import Extras, FieldsDelta
 from proxy.core.protocols.chat.pieces import Call, Sink, StreamContext
+from proxy.core.protocols.chat.reasoning import FIELDS, LeadingThink
 from proxy.core.repairs import Repair, markup_kind
+
+_NAME_TAIL: Final = re.compile(r"[\w.:-]+\Z")
+
+
+def names_call(fragment: str, name: str) -> bool:
+    """Whether unfinished markup ``fragment`` names ``name``: it holds the name whole, or
+    ends in the beginning of it."""
+    tail = _NAME_TAIL.search(fragment.rstrip())
+    if tail is not None and name.startswith(tail.group()):
+        return True
+    return re.search(rf"(?<![\w.:-]){re.escape(name)}(?![\w.:-])", fragment) is not None
 
 
 class MarkupBridge:
@@ -29,11 +44,12 @@ class MarkupBridge:
         "_broken",
         "_calls",
         "_ctx",
+        "_held_since",
         "_held_text",
         "_input",
         "_pieces",
         "_record",
-        "cut",
+        "_think",
         "extracting",
         "extractors",
         "open_calls",
@@ -51,7 +67,9 @@ class MarkupBridge:
         self.open_calls: dict[str, Call | None] = {}  #: by text field: the call its markup has open
         self._held_text: dict[str, str] = {}  # what an extractor holds, as far as known
         self._broken = 0  # calls whose markup broke, as the extractors counted them so far
-        self.extracting = bool(ctx.extract)
+        self._held_since = 0  # the calls there were when the content's held text began
+        self._think = LeadingThink() if ctx.think_in_content else None
+        self.extracting = bool(ctx.extract) or self._think is not None
 
     @property
     def markup_call(self) -> Call | None:
@@ -60,6 +78,8 @@ class MarkupBridge:
 
     def extract_text(self, head: JSONObject, sink: Sink) -> None:
         """Take the calls out of the text fields of ``head`` (a delta without its calls)."""
+        if self._think is not None:
+            self._leading_think(head)
         for key in self._ctx.extract:
             text = head.get(key)
             if not isinstance(text, str) or not text or not self.extracting:
@@ -81,6 +101,37 @@ class MarkupBridge:
             del sink.own[0]
             head.update(lead.fields)
 
+    def _leading_think(self, head: JSONObject) -> None:
+        """A leading ``<think>`` block of the content moved to the reasoning field
+        (``think_in_content``, chat/reasoning.py)."""
+        think = self._think
+        text = head.get("content")
+        if think is None or not isinstance(text, str) or not text:
+            return
+        before = think.held
+        reasoning, content = think.feed(text)
+        self._ctx.held += think.held - before
+        self._put_split(head, reasoning, content)
+        if think.done:
+            self._think_ended()
+
+    def _put_split(self, head: JSONObject, reasoning: str, content: str) -> None:
+        if reasoning:
+            key = self._ctx.reasoning_field if self._ctx.reasoning_field != "keep" else FIELDS[0]
+            earlier = head.get(key)
+            head[key] = (earlier if isinstance(earlier, str) else "") + reasoning
+        if content:
+            head["content"] = content
+        else:
+            head.pop("content", None)
+
+    def _think_ended(self) -> None:
+        assert self._think is not None
+        if self._think.found:
+            self._ctx.repairs[Repair.THINK_IN_CONTENT] += 1
+        self._think = None
+        self.extracting = bool(self._ctx.extract)
+
     def _extractor(self, key: str) -> Extractor | None:
         if key not in self.extractors:
             names = (
@@ -101,6 +152,8 @@ class MarkupBridge:
             held = held[len(returned) :] if held.startswith(returned) else ""
         else:
             held = ""
+        if held and not self._held_text[key]:
+            self._held_since = len(self._calls.records)
         self._ctx.held += len(held) - len(self._held_text[key])
         self._held_text[key] = held
 
@@ -144,6 +197,14 @@ class MarkupBridge:
 
     def stop(self, sink: Sink) -> None:
         """Close the extractors: the end of the choice."""
+        if self._think is not None:
+            self._ctx.held -= self._think.held
+            reasoning, content = self._think.close()
+            head: JSONObject = {}
+            self._put_split(head, reasoning, content)
+            if head:
+                sink.put(self._pieces.piece(head))
+            self._think_ended()
         self.extracting = False
         for key, extractor in self.extractors.items():
             if extractor is None:
@@ -154,12 +215,30 @@ class MarkupBridge:
                 self.extractors[key] = None
                 self._dialect_failed(key, "", sink)
                 continue
-            self._ctx.held -= len(self._held_text[key])
-            self._held_text[key] = ""
+            held, self._held_text[key] = self._held_text[key], ""
+            self._ctx.held -= len(held)
+            if key == "content" and self._fragment_of_a_call(held, segments):
+                segments = []
+                self._ctx.repairs[Repair.MARKUP_FRAGMENT_DROPPED] += 1
+                self._broken = sum(e.broken for e in self.extractors.values() if e is not None)
             # a block still open when its text ends is given back as text, counted
             self._count_broken()
             self.extractors[key] = None
             self._segments(key, segments, sink)
+
+    def _fragment_of_a_call(self, held: str, segments: list[Segment]) -> bool:
+        """Whether the text given back at the end is an unfinished block of markup whose
+        name, or the beginning of it, is that of a structured call that came after it: the
+        server left the call's first tokens in the content and then sent it parsed (llama.cpp
+        b6522 with Qwen3-Coder; issue 24 item 3). Such a fragment is no text of the model's."""
+        if not held or not all(isinstance(s, Text) for s in segments):
+            return False
+        if "".join(s.text for s in segments if isinstance(s, Text)) != held:
+            return False
+        named = self._calls.records[self._held_since :]
+        return any(
+            not call.from_markup and call.name and names_call(held, call.name) for call in named
+        )
 
     def _dialect_failed(self, key: str, text: str, sink: Sink) -> None:
         """Fail open: the text the extractor held (as far as known) and the text it choked on

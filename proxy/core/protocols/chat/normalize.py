@@ -65,6 +65,7 @@ from proxy.core.protocols.chat.completion import normalize_completion
 from proxy.core.protocols.chat.early_finish import FinishHold
 from proxy.core.protocols.chat.fast import MarkupRepeat, ShapeRepeat
 from proxy.core.protocols.chat.pieces import Piece, Sink, Slot, Source, StreamContext
+from proxy.core.protocols.chat.reasoning import other_field
 from proxy.core.protocols.chat.sent import Own, Passed, Released, Sent, own_sent, size
 from proxy.core.protocols.chat.tooldelta import read_choices
 from proxy.core.repairs import Repair
@@ -122,13 +123,19 @@ class StreamNormalizer:
             dedupe=options.dedupe_calls,
             rules=rules,
             one_call=request.one_call and options.enforce_parallel_tool_calls,
+            reasoning_field=options.reasoning_field,
+            think_in_content=options.think_in_content,
         )
         self.repairs: Counter[str] = self._ctx.repairs
         self.dropped_arguments: list[str] = self._ctx.dropped
         #: the upstream's usage (proxy/core/usage.py): handed over where a chunk is parsed,
         #: else only searched for (issue 28 item 4)
         self.usage = UsageSeen(chat_tokens)
-        self._interesting = interest_pattern(extract)
+        renames = other_field(options.reasoning_field)  # its chunks are rewritten too
+        interest = (*extract, renames) if renames else extract
+        if options.think_in_content and "content" not in interest:
+            interest = (*interest, "content")  # a leading <think> block is looked for
+        self._interesting = interest_pattern(interest)
         self._choices: dict[int, ChoiceNormalizer] = {}
         self._queue: deque[Sent | Slot | FinishHold] = deque()  # output behind a held call
         self._queued = 0  # bytes in the queue, counted toward max_held_bytes

@@ -53,6 +53,8 @@ class StreamContext:
     ids: IdPool
     reasoning_dialect_names: tuple[str, ...] = ()  #: the dialects for reasoning text
     dedupe: bool = False  #: drop a call equal to the one before it (dedupe_calls)
+    reasoning_field: str = "keep"  #: the field chat clients get reasoning in (chat/reasoning.py)
+    think_in_content: bool = False  #: a leading <think> block in content is reasoning
     repairs: Counter[str] = field(default_factory=Counter)
     dropped: list[str] = field(default_factory=list)
     held: int = 0  #: characters held (held calls' arguments, text a dialect holds)

@@ -10,7 +10,7 @@ import pytest
 
 from tests.fixtures.field import report
 
-ITEMS = {4}
+ITEMS = {2, 3, 4, 5, 11}
 CASES = [
     pytest.param(stream, mode, id=f"{stream.file}-{mode}")
     for stream in report.load()

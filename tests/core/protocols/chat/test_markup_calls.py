@@ -181,7 +181,8 @@ def test_reasoning_is_searched_only_when_asked():
 
 @pytest.mark.parametrize("form", ["S1", "S2"])
 def test_markup_after_a_structured_call_is_still_extracted_and_held_text_stays_text(form):
-    # llama.cpp parses the first call and leaves the next ones as markup (issue 16)
+    # llama.cpp parses the first call and leaves the next ones as markup (issue 16); a markup
+    # call that is no copy of the structured call in its place is a new call (issue 24 item 5)
     structured = {
         "tool_calls": [
             {
@@ -366,3 +367,122 @@ def test_new_dialects_leave_malformed_blocks_as_the_text_they_were(name, content
     assert "".join(seen.content) == content
     assert not seen.calls
     assert not n.repairs  # a held marker is released as text in the next delta: no repair
+
+
+# -- markup after structured calls: copies and new calls (issue 24 item 5) --------------------
+
+
+def _structured(*calls: tuple[str, str]) -> list[bytes]:
+    return [
+        event(
+            {
+                "tool_calls": [
+                    {
+                        "index": i,
+                        "id": f"call_s{i}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": arguments},
+                    }
+                ]
+            }
+        )
+        for i, (name, arguments) in enumerate(calls)
+    ]
+
+
+def _then_markup(structured: list[bytes], *markup: tuple[str, str]) -> bytes:
+    texts = [event({"content": hermes(name, arguments)}) for name, arguments in markup]
+    head = event({"role": "assistant", "content": None})
+    return head + b"".join(structured) + b"".join(texts) + event({}, "tool_calls")
+
+
+WEATHER = ("get_weather", '{"city": "Paris"}')
+TIME = ("get_time", '{"tz": "UTC"}')
+
+
+@pytest.mark.parametrize("form", ["S1", "S2"])
+@pytest.mark.parametrize(
+    ("structured", "markup", "expected", "copies"),
+    [
+        # a server that streams its parsed calls and leaves their text in content: copies
+        ([WEATHER, TIME], [WEATHER, TIME], ["get_weather", "get_time"], 2),
+        # llama.cpp b5494: the first call parsed, the next ones left as markup (issue 16's
+        # rule dropped the third call, equal to the first: it was the model's own)
+        ([WEATHER], [TIME, WEATHER], ["get_weather", "get_time", "get_weather"], 0),
+        # the first markup call is no copy of the first structured one: a new call, which
+        # repeats the call before it (counted, kept: dedupe_calls is off)
+        ([WEATHER, TIME], [TIME], ["get_weather", "get_time", "get_time"], 1),
+        # a copy, then a new call
+        ([WEATHER], [WEATHER, TIME], ["get_weather", "get_time"], 1),
+        # the same name with other arguments is a new call
+        ([WEATHER], [("get_weather", '{"city": "Rome"}')], ["get_weather", "get_weather"], 0),
+    ],
+    ids=["copies", "b5494-new-calls", "out-of-order", "copy-then-new", "other-arguments"],
+)
+def test_the_kth_markup_call_is_a_copy_only_of_the_kth_structured_call(
+    form, structured, markup, expected, copies
+):
+    body = _then_markup(_structured(*structured), *markup)
+    out, n = normalize(body, UpstreamOptions(dialects=("hermes",), coalesce=form == "S2"))
+    assert check(out, form=form) == []
+    seen = reconstruct(out).choices[0]
+    assert [c.name for c in seen.calls] == expected
+    assert [c.index for c in seen.calls] == list(range(len(expected)))
+    assert n.repairs["call-duplicated"] == copies
+
+
+def test_repeats_among_new_markup_calls_fall_under_dedupe_calls():
+    body = _then_markup(_structured(WEATHER), TIME, TIME)
+    kept = reconstruct(normalize(body)[0]).choices[0].calls
+    assert [c.name for c in kept] == ["get_weather", "get_time", "get_time"]
+    deduped, n = normalize(body, UpstreamOptions(dialects=("hermes",), dedupe_calls=True))
+    assert [c.name for c in reconstruct(deduped).choices[0].calls] == ["get_weather", "get_time"]
+    assert n.repairs["call-duplicated"] == 1
+
+
+# -- an unfinished markup fragment before a structured call (issue 24 item 3) -----------------
+
+
+def _fragment_then(fragment: list[str], name: str | None) -> bytes:
+    head = event({"role": "assistant", "content": None})
+    texts = b"".join(event({"content": piece}) for piece in fragment)
+    call = _structured((name, '{"city": "Paris"}')) if name else []
+    return head + texts + b"".join(call) + event({}, "tool_calls" if name else "stop")
+
+
+QWEN = UpstreamOptions(dialects=("qwen3_coder",))
+
+
+@pytest.mark.parametrize("form", ["S1", "S2"])
+@pytest.mark.parametrize(
+    "fragment",
+    [
+        ["<tool_call>", "\n", "<function=", "get_current", "_weather"],  # llama.cpp b6522
+        ["<tool_call>", "\n", "<function=", "get_cur"],  # the beginning of the name
+    ],
+    ids=["whole-name", "name-prefix"],
+)
+def test_a_fragment_naming_the_structured_call_after_it_is_dropped(form, fragment):
+    body = _fragment_then(fragment, "get_current_weather")
+    options = UpstreamOptions(dialects=("qwen3_coder",), coalesce=form == "S2")
+    out, n = normalize(body, options)
+    assert check(out, form=form) == []
+    seen = reconstruct(out).choices[0]
+    assert "".join(seen.content) == ""
+    assert [c.name for c in seen.calls] == ["get_current_weather"]
+    assert n.repairs["markup-fragment-dropped"] == 1
+
+
+@pytest.mark.parametrize(
+    ("fragment", "name"),
+    [
+        (["<tool_call>", "\n", "<function=", "get_time"], "get_current_weather"),  # disagrees
+        (["<tool_call>", "\n", "<function=", "get_current_weather"], None),  # no call after
+    ],
+    ids=["another-name", "no-structured-call"],
+)
+def test_a_fragment_that_names_no_later_structured_call_stays_text(fragment, name):
+    out, n = normalize(_fragment_then(fragment, name), QWEN)
+    seen = reconstruct(out).choices[0]
+    assert "".join(seen.content) == "".join(fragment)
+    assert "markup-fragment-dropped" not in n.repairs
