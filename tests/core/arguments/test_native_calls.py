@@ -163,3 +163,58 @@ def test_messages_no_tools_no_rules():
     out, repairs = m_repair(data, request)
     assert out == data
     assert not repairs
+
+
+# -- Messages: heal and coerce (each call's input held, sent whole at its end) -------------
+
+
+def test_messages_valid_input_comes_out_byte_identical_with_healing_on():
+    data = m_streams.recorded(M_THREE_CALLS)
+    schema = {"type": "object", "properties": {"parent": {"type": "string"}}}
+    for pieces in every_cut(data, M_THREE_CALLS):
+        out, repairs = m_repair(pieces, m_request(schema), heal_arguments=True)
+        assert out == data
+        assert not repairs
+
+
+def test_messages_input_is_coerced_and_sent_in_one_piece():
+    data = m_streams.recorded(M_THREE_CALLS)
+    schema = {
+        "type": "object",
+        "properties": {"parent": {"type": "array", "items": {"type": "string"}}},
+    }
+    expected = None
+    for pieces in every_cut(data, M_THREE_CALLS):
+        out, repairs = m_repair(pieces, m_request(schema), coerce_arguments=True)
+        assert expected is None or out == expected
+        expected = out
+        assert repairs == {Repair.ARGS_COERCED: 3}
+        calls = m_check(out).tool_uses
+        assert [c["input"]["parent"] for c in calls] == [["/tmp"]] * 3
+        inputs = [
+            e
+            for e in chunks(out)
+            if e.get("type") == "content_block_delta" and e["delta"]["type"] == "input_json_delta"
+        ]
+        assert len(inputs) == 3  # each call's fixed input in one piece
+
+
+def test_messages_almost_json_is_healed_but_never_a_cut_input():
+    events = m_streams.parsed(M_THREE_CALLS)
+    for event in events:
+        delta = event.get("delta")
+        if isinstance(delta, dict) and delta.get("type") == "input_json_delta":
+            delta["partial_json"] = delta["partial_json"].replace('"', "'")
+    broken = m_streams.sse(events)
+    schema = {"type": "object", "properties": {"parent": {"type": "string"}}}
+    out, repairs = m_repair(broken, m_request(schema), heal_arguments=True)
+    assert repairs == {Repair.ARGS_HEALED: 3}
+    assert [c["input"]["name"] for c in m_check(out).tool_uses] == [
+        "testdir1",
+        "testdir2",
+        "testdir3",
+    ]
+    cut = broken[: broken.index(b"testdir1")]
+    out, repairs = m_repair(cut, m_request(schema), heal_arguments=True, complete=False)
+    assert Repair.ARGS_HEALED not in repairs
+    assert out == cut

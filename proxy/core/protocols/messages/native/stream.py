@@ -333,9 +333,9 @@ class NativeMessages(ClientSide):
             return  # stopped already, when the next block started
         self.text.close_markup(block)
         self._active = None
-        self._check_input(block)
         if block.call is not None:
             self.calls.end_input(block.call)
+        self._check_input(block)  # after the input's end: what heal_arguments made of it
         if self.wire is None:  # stopped with a markup call, or a dropped repeat's
             return
         self.wire = None
@@ -354,9 +354,9 @@ class NativeMessages(ClientSide):
             self.note(repair)
         self.text.close_markup(block)
         self._active = None
-        self._check_input(block)
         if block.call is not None:
             self.calls.end_input(block.call)
+        self._check_input(block)  # after the input's end: what heal_arguments made of it
         self.stop_wire()
 
     def _check_input(self, block: UpstreamBlock) -> None:
