@@ -380,7 +380,14 @@ async def test_probe_reports_each_upstreams_quirks_as_a_table(
         assert named, quirk
         quirks[named[1]] = named[2]
     assert {"id-inside-function", "name-repeated", "type-missing"} <= set(quirks)
-    assert by_name["new"][1:] == ["qwen-new", "ok", "1", "args-in-first-delta (1)"]
+    # issue 25 item 1: the recording's call (made for a tool of "location") misses the probe
+    # tool's required "city", which the probe now reports beside the repairs
+    assert by_name["new"][1:] == [
+        "qwen-new",
+        "ok",
+        "1",
+        "args-in-first-delta (1), args-schema-mismatch:required (1)",
+    ]
     assert by_name["text"][1:] == ["tiny", "ok", "0", "none"]
 
     (models_path, _, models_auth), (chat_path, request, chat_auth) = seen

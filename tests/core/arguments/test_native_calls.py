@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
 import pytest
 
 from proxy.core.options import UpstreamOptions
@@ -218,3 +219,69 @@ def test_messages_almost_json_is_healed_but_never_a_cut_input():
     out, repairs = m_repair(cut, m_request(schema), heal_arguments=True, complete=False)
     assert Repair.ARGS_HEALED not in repairs
     assert out == cut
+
+
+# -- the whole native answers ------------------------------------------------------------------
+
+
+def _whole_response() -> dict[str, Any]:
+    body = (v.FIXTURES / R_TWO_CALLS).read_bytes()
+    [final] = [e["response"] for e in chunks(body) if e.get("type") == "response.completed"]
+    return dict(final)
+
+
+def test_a_whole_response_is_checked_unchanged_and_keeps_one_call_when_asked():
+    from proxy.core.protocols.responses.native.whole import repair_completion
+
+    body = orjson.dumps(_whole_response())
+    request = NativeRequest.from_body({"tools": r_tools(required=["location", "unit"])})
+    fixed, repairs = repair_completion(body, request, options=UpstreamOptions())
+    assert fixed is body
+    assert repairs == {"args-schema-mismatch:required": 1}
+    request = NativeRequest.from_body({"tools": r_tools(), "parallel_tool_calls": False})
+    fixed, repairs = repair_completion(body, request, options=UpstreamOptions())
+    output = orjson.loads(fixed)["output"]
+    assert [i["name"] for i in output if i["type"] == "function_call"] == ["get_weather"]
+    assert repairs == {Repair.PARALLEL_CALL_DROPPED: 1}
+
+
+def test_a_whole_message_is_checked_coerced_and_keeps_one_call_when_asked():
+    from proxy.core.protocols.messages.native.whole import repair_message
+
+    blocks = [
+        {
+            "type": "tool_use",
+            "id": f"toolu_{i}",
+            "name": "make_directory",
+            "input": {"parent": "/tmp"},
+        }
+        for i in range(2)
+    ]
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": blocks,
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    body = orjson.dumps(message)
+    array = {"type": "object", "properties": {"parent": {"type": "array"}}}
+
+    def repair(request: dict[str, Any], **options: Any) -> tuple[bytes, Counter[str]]:
+        return repair_message(body, request, new_id=lambda: "x", options=UpstreamOptions(**options))
+
+    fixed, repairs = repair(m_request(array))
+    assert fixed is body
+    assert repairs == {"args-schema-mismatch:type": 2}
+    fixed, repairs = repair(m_request(array), coerce_arguments=True)
+    assert [b["input"] for b in orjson.loads(fixed)["content"]] == [{"parent": ["/tmp"]}] * 2
+    assert repairs == {Repair.ARGS_COERCED: 2}
+    one = m_request(
+        {"type": "object"}, tool_choice={"type": "auto", "disable_parallel_tool_use": True}
+    )
+    fixed, repairs = repair(one)
+    assert [b["id"] for b in orjson.loads(fixed)["content"]] == ["toolu_0"]
+    assert repairs == {Repair.PARALLEL_CALL_DROPPED: 1}
