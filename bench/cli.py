@@ -14,7 +14,17 @@ from pathlib import Path
 
 import orjson
 
-from bench import bridge_report, gcwatch, per_request, profile, protocols, report, runner, targets
+from bench import (
+    arguments,
+    bridge_report,
+    gcwatch,
+    per_request,
+    profile,
+    protocols,
+    report,
+    runner,
+    targets,
+)
 from bench.runner import Load, Plan
 from bench.shapes import SHAPES
 
@@ -194,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
         if checks := per_request.verdicts(rows):
             table += "\nTargets (issue #18):\n\n" + "\n".join(checks) + "\n"
         result["per_request_summary"] = rows
+    # issue 25: the argument rules' cost on the core alone, paired on/off in this run
+    table += "\n" + arguments.markdown(repeat=3 if args.quick else 7)
     if gc_logs := [t.gc_log for t in chosen if isinstance(t, gcwatch.WatchedProxy) and t.gc_log]:
         summaries = [gcwatch.summary(log) for log in gc_logs if log.is_file()]
         table += "\nGarbage collections over the run:\n\n```\n" + "\n".join(summaries) + "\n```\n"

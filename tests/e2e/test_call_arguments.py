@@ -18,6 +18,7 @@ from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.support.accesslog import logged
 from tests.support.metrics import scrape, value
 from tests.support.streams import chunks
+from tests.support.upstreams import replay_app
 
 PROTOCOLS = Path(__file__).parents[1] / "fixtures" / "protocols"
 R_TWO_CALLS = (PROTOCOLS / "responses-openai-gpt4o-parallel-two-calls.sse").read_bytes()
@@ -272,3 +273,56 @@ async def test_a_mismatch_is_counted_in_the_metrics_and_the_access_line(
         )
         == 1
     )
+
+
+async def test_healing_reaches_every_translated_protocol(
+    start_upstream: StartUpstream, start_proxy: StartProxy
+) -> None:
+    """heal_arguments through the chat stream a translation runs on: the Responses and
+    Messages clients get the healed arguments, whole, and the chat client too."""
+    broken = (
+        _chunk({"role": "assistant", "content": None})
+        + _chunk({"tool_calls": [_call(0, "get_weather", "{'location': ")]})
+        + _chunk(
+            {"tool_calls": [{"index": 0, "function": {"arguments": "'Paris', 'days': '2',}"}}]}
+        )
+        + _chunk({}, "tool_calls")
+        + b"data: [DONE]\n\n"
+    )
+    server = await start_upstream(replay_app(broken))
+    proxy = await start_proxy(
+        UpstreamSettings(
+            name="u", url=upstream_url(server), heal_arguments=True, coerce_arguments=True
+        )
+    )
+    healed = {"location": "Paris", "days": 2}
+    chat = await _post(
+        proxy, "/v1/chat/completions", {"model": "m", "tools": CHAT_TOOLS, "stream": True}
+    )
+    [(name, text)] = _chat_calls(chat)
+    assert name == "get_weather"
+    assert orjson.loads(text) == healed
+    responses = await _post(
+        proxy,
+        "/v1/responses",
+        {"model": "m", "input": "go", "tools": RESPONSES_TOOLS, "stream": True},
+    )
+    [done] = [e["response"] for e in chunks(responses) if e.get("type") == "response.completed"]
+    assert [orjson.loads(i["arguments"]) for i in done["output"]] == [healed]
+    messages = await _post(
+        proxy,
+        "/v1/messages",
+        {
+            "model": "m",
+            "max_tokens": 64,
+            "messages": [{"role": "user", "content": "go"}],
+            "tools": [{"name": n, "input_schema": SCHEMA} for n in ("get_weather", "get_time")],
+            "stream": True,
+        },
+    )
+    inputs = [
+        e["delta"]["partial_json"]
+        for e in chunks(messages)
+        if e.get("type") == "content_block_delta" and e["delta"].get("type") == "input_json_delta"
+    ]
+    assert [orjson.loads("".join(inputs))] == [healed]

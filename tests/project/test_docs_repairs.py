@@ -51,3 +51,13 @@ def test_the_table_reader_sees_a_missing_row() -> None:
         line for line in readme.splitlines() if line.startswith("| `developer-role` |")
     )
     assert Repair.DEVELOPER_ROLE not in documented_kinds(readme.replace(request_row + "\n", ""))
+
+
+def test_the_argument_settings_are_documented_beside_their_kinds() -> None:
+    """Issue 25: docs/repairs.md names each argument setting in its section, with its kinds."""
+    readme = README.read_text(encoding="utf-8")
+    section = readme.split("## Arguments that fit the tool", 1)[1].split("\n## ", 1)[0]
+    for setting in ("heal_arguments", "coerce_arguments", "enforce_parallel_tool_calls"):
+        assert f"`{setting}`" in section, setting
+    for kind in ("args-schema-mismatch", "args-healed", "args-coerced", "parallel-call-dropped"):
+        assert f"`{kind}" in section, kind

@@ -380,8 +380,8 @@ async def test_probe_reports_each_upstreams_quirks_as_a_table(
         assert named, quirk
         quirks[named[1]] = named[2]
     assert {"id-inside-function", "name-repeated", "type-missing"} <= set(quirks)
-    # issue 25: the recorded call passes `location`, not the probe tool's required `city`, and
-    # the probe reports the argument check's finding with the stream's quirks
+    # issue 25 item 1: the recording's call (made for a tool of "location") misses the probe
+    # tool's required "city", which the probe now reports beside the repairs
     assert by_name["new"][1:] == [
         "qwen-new",
         "ok",

@@ -205,10 +205,13 @@ class Calls(Generic[C, Out, Extra]):
         self._holding = writer.holding
         self._settled = writer.settled
 
-    def follow(self, rules: CallRules | None, *, one_call: bool) -> None:
+    def follow(self, rules: CallRules | None, *, one_call: bool, hold: bool = False) -> None:
         """What a native stream's request asks of its calls' arguments (issue 25), told once
-        before its first event; as the constructor's ``rules`` and ``one_call``."""
+        before its first event; as the constructor's ``rules`` and ``one_call``. ``hold``: the
+        protocol can send a call whole (S2), as fixing its arguments needs."""
         self.rules = rules
+        if hold and rules is not None and rules.fixes:
+            self.table, self.streams = S2, S2_STREAMS
         self._fixes = rules is not None and rules.fixes and self.table is S2
         self.one_call = one_call
 
@@ -359,6 +362,7 @@ class Calls(Generic[C, Out, Extra]):
             return
         for repair in fixed.repairs:
             self.record(repair)
+        call.fixed = True
         self.forget(call)
         call.args_len -= len(old)
         self.keep(call, fixed.text)

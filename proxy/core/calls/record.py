@@ -35,6 +35,7 @@ class CallRecord:
     #: a SUSPECT: the earlier calls it is dropped for repeating, if its arguments equal theirs
     rivals: tuple[CallRecord, ...] = ()
     checked: bool = False  #: its arguments were checked against its tool's schema (issue 25)
+    fixed: bool = False  #: its arguments were healed or coerced: the text kept is the proxy's
 
     def text(self) -> str:
         return self.args.text()

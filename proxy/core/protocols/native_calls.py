@@ -28,14 +28,17 @@ at the call and the one before it only, and each call's arguments are parsed onc
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from proxy.core.arguments.rules import CallRules
 from proxy.core.calls.record import CallRecord
 from proxy.core.calls.repeats import Repeats, json_equal
 from proxy.core.calls.state import DROPPED
 from proxy.core.ids import IdPool
-from proxy.core.jsonvalues import INVALID
+from proxy.core.jsonvalues import INVALID, JSONObject
+from proxy.core.repairs import DETECTED_ONLY, Repair
 
 
 @dataclass(slots=True)
@@ -90,3 +93,44 @@ def _value(call: CallRecord) -> object:
     if value is INVALID and not call.text().strip():
         return {}
     return value
+
+
+def whole_calls(
+    items: list[Any],
+    kind: str,
+    *,
+    rules: CallRules | None,
+    one_call: bool,
+    repairs: Counter[str],
+    cut: Callable[[JSONObject], bool],
+    read: Callable[[JSONObject], str | None],
+    write: Callable[[JSONObject, str], None],
+) -> list[Any]:
+    """A whole answer's calls (its items of type ``kind``), as issue 25 asks of a stream's:
+    past the first dropped under ``one_call`` (``parallel-call-dropped``); each kept call's
+    arguments (``read``) fixed where the rules may (never a ``cut`` call; ``write`` puts the
+    fixed text), then checked. The items that go out."""
+    out: list[Any] = []
+    calls = 0
+    for item in items:
+        if not isinstance(item, dict) or item.get("type") != kind:
+            out.append(item)
+            continue
+        calls += 1
+        if one_call and calls > 1:
+            repairs[Repair.PARALLEL_CALL_DROPPED] += 1
+            continue
+        out.append(item)
+        text = read(item)
+        if rules is None or text is None:
+            continue
+        name = item.get("name")
+        fixed = rules.answer(name if isinstance(name, str) else None, text, repairs, cut=cut(item))
+        if fixed is not text:
+            write(item, fixed)
+    return out
+
+
+def changes(repairs: Counter[str]) -> bool:
+    """Whether a whole answer's repairs changed it (a detected kind changes nothing)."""
+    return any(kind not in DETECTED_ONLY for kind in repairs)

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
 import pytest
 
 from proxy.core.options import UpstreamOptions
@@ -163,3 +164,124 @@ def test_messages_no_tools_no_rules():
     out, repairs = m_repair(data, request)
     assert out == data
     assert not repairs
+
+
+# -- Messages: heal and coerce (each call's input held, sent whole at its end) -------------
+
+
+def test_messages_valid_input_comes_out_byte_identical_with_healing_on():
+    data = m_streams.recorded(M_THREE_CALLS)
+    schema = {"type": "object", "properties": {"parent": {"type": "string"}}}
+    for pieces in every_cut(data, M_THREE_CALLS):
+        out, repairs = m_repair(pieces, m_request(schema), heal_arguments=True)
+        assert out == data
+        assert not repairs
+
+
+def test_messages_input_is_coerced_and_sent_in_one_piece():
+    data = m_streams.recorded(M_THREE_CALLS)
+    schema = {
+        "type": "object",
+        "properties": {"parent": {"type": "array", "items": {"type": "string"}}},
+    }
+    expected = None
+    for pieces in every_cut(data, M_THREE_CALLS):
+        out, repairs = m_repair(pieces, m_request(schema), coerce_arguments=True)
+        assert expected is None or out == expected
+        expected = out
+        assert repairs == {Repair.ARGS_COERCED: 3}
+        calls = m_check(out).tool_uses
+        assert [c["input"]["parent"] for c in calls] == [["/tmp"]] * 3
+        inputs = [
+            e
+            for e in chunks(out)
+            if e.get("type") == "content_block_delta" and e["delta"]["type"] == "input_json_delta"
+        ]
+        assert len(inputs) == 3  # each call's fixed input in one piece
+
+
+def test_messages_almost_json_is_healed_but_never_a_cut_input():
+    events = m_streams.parsed(M_THREE_CALLS)
+    for event in events:
+        delta = event.get("delta")
+        if isinstance(delta, dict) and delta.get("type") == "input_json_delta":
+            delta["partial_json"] = delta["partial_json"].replace('"', "'")
+    broken = m_streams.sse(events)
+    schema = {"type": "object", "properties": {"parent": {"type": "string"}}}
+    out, repairs = m_repair(broken, m_request(schema), heal_arguments=True)
+    assert repairs == {Repair.ARGS_HEALED: 3}
+    assert [c["input"]["name"] for c in m_check(out).tool_uses] == [
+        "testdir1",
+        "testdir2",
+        "testdir3",
+    ]
+    cut = broken[: broken.index(b"testdir1")]
+    out, repairs = m_repair(cut, m_request(schema), heal_arguments=True, complete=False)
+    assert Repair.ARGS_HEALED not in repairs
+    assert out == cut
+
+
+# -- the whole native answers ------------------------------------------------------------------
+
+
+def _whole_response() -> dict[str, Any]:
+    body = (v.FIXTURES / R_TWO_CALLS).read_bytes()
+    [final] = [e["response"] for e in chunks(body) if e.get("type") == "response.completed"]
+    return dict(final)
+
+
+def test_a_whole_response_is_checked_unchanged_and_keeps_one_call_when_asked():
+    from proxy.core.protocols.responses.native.whole import repair_completion
+
+    body = orjson.dumps(_whole_response())
+    request = NativeRequest.from_body({"tools": r_tools(required=["location", "unit"])})
+    fixed, repairs = repair_completion(body, request, options=UpstreamOptions())
+    assert fixed is body
+    assert repairs == {"args-schema-mismatch:required": 1}
+    request = NativeRequest.from_body({"tools": r_tools(), "parallel_tool_calls": False})
+    fixed, repairs = repair_completion(body, request, options=UpstreamOptions())
+    output = orjson.loads(fixed)["output"]
+    assert [i["name"] for i in output if i["type"] == "function_call"] == ["get_weather"]
+    assert repairs == {Repair.PARALLEL_CALL_DROPPED: 1}
+
+
+def test_a_whole_message_is_checked_coerced_and_keeps_one_call_when_asked():
+    from proxy.core.protocols.messages.native.whole import repair_message
+
+    blocks = [
+        {
+            "type": "tool_use",
+            "id": f"toolu_{i}",
+            "name": "make_directory",
+            "input": {"parent": "/tmp"},
+        }
+        for i in range(2)
+    ]
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": blocks,
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    body = orjson.dumps(message)
+    array = {"type": "object", "properties": {"parent": {"type": "array"}}}
+
+    def repair(request: dict[str, Any], **options: Any) -> tuple[bytes, Counter[str]]:
+        return repair_message(body, request, new_id=lambda: "x", options=UpstreamOptions(**options))
+
+    fixed, repairs = repair(m_request(array))
+    assert fixed is body
+    assert repairs == {"args-schema-mismatch:type": 2}
+    fixed, repairs = repair(m_request(array), coerce_arguments=True)
+    assert [b["input"] for b in orjson.loads(fixed)["content"]] == [{"parent": ["/tmp"]}] * 2
+    assert repairs == {Repair.ARGS_COERCED: 2}
+    one = m_request(
+        {"type": "object"}, tool_choice={"type": "auto", "disable_parallel_tool_use": True}
+    )
+    fixed, repairs = repair(one)
+    assert [b["id"] for b in orjson.loads(fixed)["content"]] == ["toolu_0"]
+    assert repairs == {Repair.PARALLEL_CALL_DROPPED: 1}

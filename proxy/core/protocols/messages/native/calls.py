@@ -123,6 +123,7 @@ class ToolCalls:
         self.calls.follow(
             call_rules(options, RequestTools.from_messages(tools) if tools else None),
             one_call=one_call_asked("messages", body) and options.enforce_parallel_tool_calls,
+            hold=True,  # heal/coerce: a call's fragments held, its input sent whole (S2)
         )
 
     # -- the upstream's events, as the table's inputs --------------------------------------
@@ -172,11 +173,12 @@ class ToolCalls:
         repeat = repeats_before(self.calls.records, call)
         if repeat:
             self._note(Repair.CALL_DUPLICATED)
-        # the one place a Messages call's input ends; no text is the object the client builds
-        self.calls.ended(call, call.text() or EMPTY_OBJECT)
         event = end_input(repeat=repeat, cut=cut)
         if event is not CallInput.COMPLETE or call.state not in _DONE:
             self._input(call, event, "", None, complete=not cut)
+        # the one place a Messages call's input ends (checked as it went out, fixed or not);
+        # no text is the object the client builds
+        self.calls.ended(call, call.text() or EMPTY_OBJECT)
 
     # -- what the driver sends, as Messages events -----------------------------------------
 
@@ -198,9 +200,10 @@ class ToolCalls:
             self._write_held(call)  # fragments without text, which _put_held_args never gets
 
     def put_held_args(self, call: ToolCall, text: str, out: None) -> None:
-        if call.held:  # the upstream's fragments, which carry the text
+        if call.held and not call.fixed:  # the upstream's fragments, which carry the text
             self._write_held(call)
-        else:  # a markup call's: the proxy writes them
+        else:  # a markup call's, or arguments healed or coerced: the proxy writes them
+            self._held_items(call)
             self.emit_input(call, text)
 
     def put_args(self, call: ToolCall, text: str, out: None, extras: Item | None) -> None:

@@ -179,9 +179,9 @@ class BlockFlow:
             return  # stopped already, when the next block started
         self.text.close_markup(block)
         self.active = None
-        self._check_input(block)
         if block.call is not None:
             self.calls.end_input(block.call)
+        self._check_input(block)  # after the input's end: what heal_arguments made of it
         if self.wire is None:  # stopped with a markup call, or a dropped repeat's
             return
         self.wire = None
@@ -205,9 +205,9 @@ class BlockFlow:
         block.phase = block_after(block.phase, BlockStep.PROXY_STOPS)
         self.text.close_markup(block)
         self.active = None
-        self._check_input(block)
         if block.call is not None:
             self.calls.end_input(block.call)
+        self._check_input(block)  # after the input's end: what heal_arguments made of it
         self.stop_wire()
 
     def end_active_input(self, *, cut: bool) -> None:

@@ -14,6 +14,9 @@ from typing import Any
 
 import orjson
 
+from proxy.core.arguments.parallel import one_call_asked
+from proxy.core.arguments.rules import call_rules
+from proxy.core.arguments.tools import RequestTools
 from proxy.core.errors import DialectError
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup import build_extractor, check_names
@@ -22,6 +25,7 @@ from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.messages.native.fields import block_start, message_delta
 from proxy.core.protocols.messages.native.model import extracts, input_parses
 from proxy.core.protocols.messages.request import convert_tools
+from proxy.core.protocols.native_calls import changes, whole_calls
 from proxy.core.repairs import Repair, markup_kind
 
 
@@ -48,7 +52,18 @@ def repair_message(
             content += _split(block, names, tools, new_id, repairs)
         else:
             content.append(block)
-    message["content"] = content
+    # issue 25: the calls' inputs at their end, which a whole Message is
+    tool_defs = request.get("tools")
+    message["content"] = content = whole_calls(
+        content,
+        "tool_use",
+        rules=call_rules(options, RequestTools.from_messages(tool_defs) if tool_defs else None),
+        one_call=one_call_asked("messages", request) and options.enforce_parallel_tool_calls,
+        repairs=repairs,
+        cut=lambda _: message.get("stop_reason") == "max_tokens",
+        read=_input_text,
+        write=lambda block, text: block.__setitem__("input", orjson.loads(text)),
+    )
     tool_blocks = sum(isinstance(b, dict) and b.get("type") == "tool_use" for b in content)
     bad = any(
         isinstance(b, dict) and b.get("type") == "tool_use" and not isinstance(b.get("input"), dict)
@@ -62,9 +77,14 @@ def repair_message(
     if any(kind != Repair.EMPTY_FIELD_DROPPED for kind in fixed):
         message["stop_reason"] = delta["delta"]["stop_reason"]
         repairs.update(kind for kind in fixed if kind != Repair.EMPTY_FIELD_DROPPED)
-    if not repairs:
+    if not changes(repairs):
         return body, repairs
     return orjson.dumps(message), repairs
+
+
+def _input_text(block: JSONObject) -> str | None:
+    value = block.get("input")
+    return orjson.dumps(value).decode() if isinstance(value, dict) else None
 
 
 def _split(

@@ -12,8 +12,11 @@ from collections import Counter
 
 import orjson
 
+from proxy.core.arguments.rules import call_rules
+from proxy.core.arguments.tools import RequestTools
 from proxy.core.jsonvalues import loads
 from proxy.core.options import UpstreamOptions
+from proxy.core.protocols.native_calls import changes, whole_calls
 from proxy.core.protocols.responses.native.request import NativeRequest
 from proxy.core.repairs import Repair
 
@@ -21,7 +24,6 @@ from proxy.core.repairs import Repair
 def repair_completion(
     body: bytes, request: NativeRequest, *, options: UpstreamOptions
 ) -> tuple[bytes, Counter[str]]:
-    del options  # the upstream's settings, as every repairer gets them; none applies here yet
     repairs: Counter[str] = Counter()
     response = loads(body)
     if not isinstance(response, dict) or not isinstance(response.get("output"), list):
@@ -40,4 +42,17 @@ def repair_completion(
     if not isinstance(response.get("usage"), dict):
         repairs[Repair.USAGE_MISSING] += 1
         response["usage"] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
-    return (orjson.dumps(response) if repairs else body), repairs
+    # issue 25: the calls' arguments at their end, which a whole Response is
+    tools = RequestTools.from_chat(request.chat_tools) if request.chat_tools else None
+    limited = response.get("status") == "incomplete"
+    response["output"] = whole_calls(
+        response["output"],
+        "function_call",
+        rules=call_rules(options, tools),
+        one_call=request.one_call and options.enforce_parallel_tool_calls,
+        repairs=repairs,
+        cut=lambda item: limited or item.get("status") == "incomplete",
+        read=lambda item: item["arguments"] if isinstance(item.get("arguments"), str) else None,
+        write=lambda item, text: item.__setitem__("arguments", text),
+    )
+    return (orjson.dumps(response) if changes(repairs) else body), repairs
