@@ -176,9 +176,10 @@ class StreamNormalizer:
             return None
         one: bytes | SaidRead | MarkupArgs
         # the markup path is asked first: its chunks would fail the others' checks anyway
-        if self._raw:
-            one = data
-        elif (
+        if self._raw:  # nothing is counted against the cap any more
+            self._data_seen = True
+            return data
+        if (
             events == 1
             and self._markup is not None
             and (sent := self._markup.take(plain_data(data), texts)) is not None
@@ -187,7 +188,9 @@ class StreamNormalizer:
         elif self._repeat is not None and (said := self._repeat.take_read(data, events, texts)):
             one = said
         elif self._interesting.search(data) is None and envelopes_sure(data, events):
-            one = data
+            # nothing of it is held or kept: the cap, not reached before it, is not now
+            self._data_seen = True
+            return data
         else:
             return None
         self._data_seen = True
