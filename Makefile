@@ -5,7 +5,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST := $(BIN)/python -m pytest
-# make bench-core BEFORE=../other-checkout: that checkout's core first, then this one's
+# make bench-core BEFORE=<commit or checkout>: that core paired with this one's in one process
 BEFORE ?=
 
 .PHONY: setup lint format types test test-all check golden bench-core
@@ -38,8 +38,9 @@ golden:  ## rewrite the golden outputs after a deliberate change; review them as
 	UPDATE_GOLDEN=1 $(PYTEST) -q tests/core/protocols/chat/test_golden.py
 	git diff --stat -- tests/golden/
 
-bench-core:  ## the core alone, us per event (BEFORE=DIR: that checkout's first)
+bench-core:  ## the core alone, us per event (BEFORE=REV: paired with that commit's or checkout's)
 ifneq ($(BEFORE),)
 	$(BIN)/python -m bench.core --checkout $(BEFORE)
-endif
+else
 	$(BIN)/python -m bench.core
+endif

@@ -14,16 +14,15 @@ calls in one choice), in CPU time (long runs on a shared machine), best of ``--r
 runs but at most three. A figure that grew with the length would be work that grows with
 what came before.
 
-``--checkout DIR`` measures the proxy package of another checkout instead (a before/after
-pair, run one after the other).
+``--checkout REV`` (a commit, or a folder holding a proxy package) pairs that core with this
+tree's in one process instead, round after round in CPU time (bench/core_pair.py): one table
+of before, after and their ratio.
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -31,6 +30,7 @@ from typing import Any
 from bench.shapes import LENGTH_SHAPES, NO_TOOLS, SHAPES, TOOLS, model_name, templates
 
 READS = {"1 event": 1, "10 events": 10, "1500 bytes": -1500}
+Run = Callable[[], None]
 # the lengths of the second table, in deltas of the one call or in calls
 LENGTHS: dict[str, tuple[int, ...]] = {
     "longcall": (1_000, 10_000, 40_000),
@@ -59,6 +59,13 @@ def per_event_us(
     chunks: int = 100,
     clock: Callable[[], float] = time.perf_counter,
 ) -> float:
+    run, events = runner(shape, per_read, streams, chunks)
+    return best(run, repeat, clock) / (streams * events) * 1e6
+
+
+def runner(shape: str, per_read: int, streams: int, chunks: int = 100) -> tuple[Run, int]:
+    """A run of ``streams`` streams of the shape through the core, in reads of ``per_read``,
+    and the events of one stream: the classes of the proxy package imported now."""
     # Imported here so that --checkout can put another proxy package first on sys.path.
     try:
         from proxy.core.markup import check_names
@@ -109,7 +116,7 @@ def per_event_us(
                 rewriter.feed(read)
             rewriter.close(complete=True)
 
-    return best(run, repeat, clock) / (streams * len(events)) * 1e6
+    return run, len(events)
 
 
 class _DecodeEachEvent:
@@ -184,19 +191,24 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(LENGTH_SHAPES),
         help="shapes of the second table, cost per event by stream length; '' skips it",
     )
-    parser.add_argument("--checkout", help="measure the proxy package of this checkout")
+    parser.add_argument(
+        "--checkout",
+        help="a commit or a folder with a proxy package: pair its core with this tree's "
+        "in one process (bench/core_pair.py; the length table is left out)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=41, help="paired rounds of --checkout, best of them"
+    )
     args = parser.parse_args(argv)
     if args.checkout:
-        # A fresh interpreter whose first sys.path entry is the other checkout: the installed
-        # (editable) proxy package must not answer the import.
-        code = (
-            "import sys; from bench.core import main; sys.path.insert(0, sys.argv[1]); "
-            "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]; "
-            "sys.exit(main(sys.argv[2:]))"
+        from bench.core_pair import pair_table
+
+        print(
+            pair_table(
+                args.checkout, [s for s in args.shapes.split(",") if s], args.streams, args.rounds
+            )
         )
-        argv = ["--shapes", args.shapes, "--streams", str(args.streams)]
-        argv += ["--repeat", str(args.repeat), "--lengths", args.lengths]
-        return subprocess.call([sys.executable, "-c", code, args.checkout, *argv])
+        return 0
     shapes = [s for s in args.shapes.split(",") if s]
     by_length = [s for s in args.lengths.split(",") if s]
     unknown = (set(shapes) - set(SHAPES)) | (set(by_length) - set(LENGTH_SHAPES))

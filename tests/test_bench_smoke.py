@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from bench import core, report
 from bench.cli import main
@@ -118,3 +119,34 @@ def test_the_workers_table_sets_each_load_against_one_worker_on_the_same_load() 
     table = report.workers_table(rows)
     assert "| content 100 x 0 ms | toolcall-proxy (2 workers) | 66000 | 1.10x |" in table
     assert "4900" not in table
+
+
+def test_the_core_pair_loads_both_packages_side_by_side_and_tables_each_shape(tmp_path):
+    # Another tree's proxy package (a copy of this one, marked) is loaded beside this one's in
+    # the one process, each run under its own modules; this tree's modules are back after.
+    import shutil
+    import sys
+
+    import proxy
+    from bench.core_pair import load, pair_table
+
+    shutil.copytree(
+        Path(core.__file__).parents[1] / "proxy",
+        tmp_path / "proxy",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    (tmp_path / "proxy" / "marked.py").write_text("MARK = 1\n")
+
+    def marked() -> bool:
+        import importlib.util
+
+        return importlib.util.find_spec("proxy.marked") is not None
+
+    other, found = load("copy", tmp_path, marked)
+    assert found
+    assert str(other.modules["proxy"].__file__).startswith(str(tmp_path))
+    assert sys.modules["proxy"] is proxy
+    table = pair_table(str(tmp_path), ["plain", "content"], streams=1, rounds=2)
+    assert [line.split(" | ")[0] for line in table.splitlines()[-2:]] == ["| plain", "| content"]
+    assert table.splitlines()[-1].count("→") == 3
+    assert sys.modules["proxy"] is proxy

@@ -41,8 +41,8 @@ from proxy.core.protocols.chat.pieces import Call, Piece, Sink, Source
 from proxy.core.protocols.chat.sent import MarkupArgs, Own, Said, SaidRead
 from proxy.core.sse import Event, plain_data, plain_datas
 
-# Said and SaidRead are tuples made once an event or a read: tuple.__new__ makes one without
-# the Python call their constructor and ``_make`` cost
+# Said, SaidRead and MarkupArgs are tuples made once an event or a read: tuple.__new__ makes
+# one without the Python call their constructor and ``_make`` cost
 _new = tuple.__new__
 
 
@@ -238,9 +238,10 @@ class ShapeRepeat:
             return None
         return _new(Said, (self.said, key, text, event))
 
-    def take_read(self, read: bytes, events: int) -> SaidRead | None:
+    def take_read(self, read: bytes, events: int, texts: bool) -> bytes | SaidRead | None:
         """``take_event`` for every event of a read of whole one-line data events, all or
-        none: the read as it came, with their texts."""
+        none: the read as it came, with their texts (``texts``: as a ``SaidRead``, what the
+        bridge reads; else the read alone, no value made for it)."""
         if events == 1:  # the usual read, ``take_event`` written out without the event
             text = self.shape.text(plain_data(read))
             if text is None:
@@ -251,26 +252,26 @@ class ShapeRepeat:
                     return None
             elif not self.hot.fragment_passes(key, text):
                 return None
-            return _new(SaidRead, (self.said, key, [text], read))
-        texts: list[str] = []
+            return _new(SaidRead, (self.said, key, [text], read)) if texts else read
+        said: list[str] = []
         for data in plain_datas(read):
             text = self.shape.text(data)
             if text is None:
                 return None
-            texts.append(text)
+            said.append(text)
         if self.key is None:
-            if not all(map(self.hot.text_passes, texts)):
+            if not all(map(self.hot.text_passes, said)):
                 return None
-            return _new(SaidRead, (self.said, self.key, texts, read))
+            return _new(SaidRead, (self.said, self.key, said, read)) if texts else read
         kept: list[tuple[Call, str]] = []
-        for text in texts:
+        for text in said:
             call = self.hot.fragment_call(self.key, text)
             if call is None:
                 return None
             kept.append((call, text))
         for call, text in kept:
             self.hot.keep_fragment(call, text)
-        return _new(SaidRead, (self.said, self.key, texts, read))
+        return _new(SaidRead, (self.said, self.key, said, read)) if texts else read
 
 
 def _said(chunk: JSONObject) -> JSONObject | None:
@@ -307,10 +308,11 @@ class MarkupRepeat:
         shape = ChunkShape.around(data, b"content", text)
         return None if shape is None else cls(shape, sent, hot, call)
 
-    def take(self, data: bytes) -> MarkupArgs | None:
+    def take(self, data: bytes, texts: bool = True) -> bytes | MarkupArgs | None:
         """The event to send for ``data`` when it repeats the shape with a text the hot path
-        takes for the same call (which then does its bookkeeping); else None."""
+        takes for the same call (which then does its bookkeeping); else None. ``texts``: as
+        a ``MarkupArgs``, what the bridge reads; else its chat bytes alone."""
         text = self.shape.text(data)
         if text is None or not self.hot.keep_markup_args(self.call, text):
             return None
-        return MarkupArgs(self.sent, text)
+        return _new(MarkupArgs, (self.sent, text)) if texts else self.sent.args_chat(text)

@@ -66,7 +66,17 @@ from proxy.core.protocols.chat.early_finish import FinishHold
 from proxy.core.protocols.chat.fast import MarkupRepeat, ShapeRepeat
 from proxy.core.protocols.chat.pieces import Piece, Sink, Slot, Source, StreamContext
 from proxy.core.protocols.chat.reasoning import other_field
-from proxy.core.protocols.chat.sent import Own, Passed, Released, Sent, own_sent, size
+from proxy.core.protocols.chat.sent import (
+    MarkupArgs,
+    Own,
+    Passed,
+    ReadSent,
+    Released,
+    SaidRead,
+    Sent,
+    own_sent,
+    size,
+)
 from proxy.core.protocols.chat.tooldelta import read_choices
 from proxy.core.repairs import Repair
 from proxy.core.sse import DONE, Event, RawBytes, encode_event, plain_data
@@ -167,7 +177,7 @@ class StreamNormalizer:
             out += self._give_up()
         return out
 
-    def feed_read(self, data: bytes, events: int) -> list[Sent] | None:
+    def feed_read(self, data: bytes, events: int, texts: bool = True) -> ReadSent | None:
         """What to send for a read of ``events`` whole one-line data events (``data``,
         counted by :meth:`proxy.core.sse.SSEDecoder.plain_events`) when they can be judged without
         decoding the read; None when its events must be fed one by one.
@@ -176,30 +186,41 @@ class StreamNormalizer:
         of the whole only if true of every event, or chunks repeating the shape of one that
         took a hot path (one event at a time for markup arguments, whose extractor moves on
         with each). The caller does not feed the read after this. A fast path: asked only
-        with ``fast`` on (chat/sse_stream.py)."""
+        with ``fast`` on (chat/sse_stream.py).
+
+        A read that is one value comes back as that value, in no list: the read itself when
+        it goes out as it came. ``texts``: a read of repeats comes back as the value that
+        carries its texts (``SaidRead``, ``MarkupArgs``: what the bridge reads); off (a chat
+        client's stream, which writes bytes), as its chat bytes, so that the usual read makes
+        no value at all."""
         if self._queue or self._roles_due or b"[DONE]" in data or self._ctx.finishes_held:
             return None
-        out: list[Sent]
+        one: bytes | SaidRead | MarkupArgs
         # the markup path is asked first: its chunks would fail the others' checks anyway
-        if self._raw:
-            out = [data]
-        elif (
+        if self._raw:  # nothing is counted against the cap any more
+            self.usage.passed_read(data)
+            self._data_seen = True
+            return data
+        if (
             events == 1
             and self._markup is not None
-            and (sent := self._markup.take(plain_data(data))) is not None
+            and (sent := self._markup.take(plain_data(data), texts)) is not None
         ):
-            out = [sent]
-        elif self._repeat is not None and (said := self._repeat.take_read(data, events)):
-            out = [said]
+            one = sent
+        elif self._repeat is not None and (said := self._repeat.take_read(data, events, texts)):
+            one = said
         elif self._interesting.search(data) is None and envelopes_sure(data, events):
-            out = [data]
+            # nothing of it is held or kept: the cap, not reached before it, is not now
+            self.usage.passed_read(data)
+            self._data_seen = True
+            return data
         else:
             return None
         self.usage.passed_read(data)
         self._data_seen = True
         if self._over_cap():
-            out += self._give_up()
-        return out
+            return [one, *self._give_up()]
+        return one
 
     @property
     def held_bytes(self) -> int:

@@ -9,7 +9,8 @@ bytes of an earlier one around another text (chat/fast.py).
 
 Held output waits in the normalizer's queue behind a held call, and the cap counts what
 waits there in bytes; ``len`` of each value is the length of the chat bytes it stands for,
-so the cap gives way at the same byte for both writers. It is asked only of what waits.
+so the cap gives way at the same byte for both writers (:func:`size`; the tuples' own ``len``
+is their fields'). It is asked only of what waits.
 """
 
 from __future__ import annotations
@@ -120,26 +121,25 @@ class SaidRead(NamedTuple):
     data: bytes
 
 
-class MarkupArgs:
+class MarkupArgs(NamedTuple):
     """An upstream event that repeats the bytes of a chunk whose markup arguments became an
-    argument delta (``chunk``, the proxy's), around another ``text``: that delta with it."""
+    argument delta (``chunk``, the proxy's), around another ``text``: that delta with it. A
+    tuple, as ``Said``: one is made an event (chat/fast.py)."""
 
-    __slots__ = ("chunk", "text")
-
-    def __init__(self, chunk: Own, text: str) -> None:
-        self.chunk = chunk
-        self.text = text
+    chunk: Own
+    text: str
 
     def chat(self) -> bytes:
         return self.chunk.args_chat(self.text)
-
-    def __len__(self) -> int:
-        return len(self.chat())
 
 
 #: bytes: whole one-line data events as they came (a read judged whole, ``[DONE]``); an
 #: Event: an upstream event as it came, unparsed; RawBytes: bytes that are no event
 Sent = bytes | Event | RawBytes | Passed | Own | Released | Said | SaidRead | MarkupArgs
+#: what a read judged whole sends (``StreamNormalizer.feed_read``): one value alone, the read
+#: itself when it goes out as it came, so that the usual read makes no list, or a list when
+#: more goes with it
+ReadSent = bytes | SaidRead | MarkupArgs | list[Sent]
 
 
 def own_sent(source: Source, choices: list[JSONObject], own: list[list[Piece]]) -> list[Sent]:
@@ -159,6 +159,8 @@ def size(sent: Sent) -> int:
         return len(sent.event.raw)
     if isinstance(sent, SaidRead):
         return len(sent.data)
+    if isinstance(sent, MarkupArgs):
+        return len(sent.chat())
     return len(sent)
 
 

@@ -16,10 +16,10 @@ after it are what feeding it would have left.
 
 from __future__ import annotations
 
-from typing import cast
+from collections.abc import Callable
 
 from proxy.core.protocols.chat.normalize import StreamNormalizer
-from proxy.core.protocols.chat.sent import SaidRead, Sent, chat_bytes
+from proxy.core.protocols.chat.sent import ReadSent, Sent, chat_bytes
 from proxy.core.sse import SSEDecoder
 
 
@@ -34,6 +34,14 @@ class ChatSSEStream:
         self.repairs = normalizer.repairs  # the normalizer's count, counted as it goes
         self.usage = normalizer.usage
         self._decoder = SSEDecoder(max_event_bytes=normalizer.options.max_event_bytes)
+        # asked of every read: bound once, and the fast switch read once (off, no read is
+        # whole and what is not is decoded)
+        self._feed_read = normalizer.feed_read
+        if normalizer.fast:
+            self._plain_events: Callable[[bytes], int] = self._decoder.plain_events
+            self._rest: Callable[[bytes], list[Sent]] = self._cut
+        else:
+            self._plain_events, self._rest = _no_events, self._decode
 
     @property
     def held_bytes(self) -> int:
@@ -42,23 +50,16 @@ class ChatSSEStream:
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """The bytes to write to the client for one upstream read, in order (``feed_sent``'s
-        output written as chat bytes; its first case asked here, one call less a read)."""
-        normalizer = self.normalizer
-        if not normalizer.fast:
-            return chat_bytes(self._decode(chunk))
-        events = self._decoder.plain_events(chunk)
+        output written as chat bytes). A read judged whole is asked for its chat bytes alone
+        (``feed_read`` without texts): the usual read, the read as it came or one event, makes
+        no value and no list for the writer."""
+        events = self._plain_events(chunk)
         if events:
-            fast = normalizer.feed_read(chunk, events)
-            if fast is None:
-                return chat_bytes(self._decode(chunk))
-            if len(fast) == 1:  # the read as it came (the writer's first two cases)
-                first = fast[0]
-                if type(first) is bytes:
-                    return cast("list[bytes]", fast)
-                if type(first) is SaidRead:
-                    return [first.data]
-            return chat_bytes(fast)
-        return chat_bytes(self._cut(chunk))
+            fast = self._feed_read(chunk, events, False)
+            if type(fast) is bytes:
+                return [fast]
+            return chat_bytes(self._decode(chunk) if fast is None else _listed(fast))
+        return chat_bytes(self._rest(chunk))
 
     def close(self, *, complete: bool) -> list[bytes]:
         """The bytes that end the stream (what the decoder and normalizer held, the missing
@@ -67,14 +68,11 @@ class ChatSSEStream:
 
     def feed_sent(self, chunk: bytes) -> list[Sent]:
         """The normalizer's output for one upstream read, in order."""
-        normalizer = self.normalizer
-        if not normalizer.fast:
-            return self._decode(chunk)
-        events = self._decoder.plain_events(chunk)
+        events = self._plain_events(chunk)
         if events:  # the usual read, whole events that need no cutting (nor a call to cut)
-            fast = normalizer.feed_read(chunk, events)
-            return self._decode(chunk) if fast is None else fast
-        return self._cut(chunk)
+            fast = self._feed_read(chunk, events)
+            return self._decode(chunk) if fast is None else _listed(fast)
+        return self._rest(chunk)
 
     def _cut(self, chunk: bytes) -> list[Sent]:
         """A read that is not whole one-line events: it need not end where an event does (an
@@ -85,8 +83,8 @@ class ChatSSEStream:
         decoded, plain, count, rest = self._decoder.whole_events(chunk)
         out = [sent for item in decoded for sent in normalizer.feed(item)]
         if count:
-            fast = normalizer.feed_read(plain, count)
-            out += self._decode(plain) if fast is None else fast
+            fast = self._feed_read(plain, count)
+            out += self._decode(plain) if fast is None else _listed(fast)
         if rest:
             out += self._decode(rest)
         return out
@@ -99,3 +97,12 @@ class ChatSSEStream:
     def _decode(self, data: bytes) -> list[Sent]:
         normalizer = self.normalizer
         return [sent for item in self._decoder.feed(data) for sent in normalizer.feed(item)]
+
+
+def _no_events(chunk: bytes) -> int:
+    """``plain_events`` with every fast path off: no read is taken whole."""
+    return 0
+
+
+def _listed(fast: ReadSent) -> list[Sent]:
+    return fast if isinstance(fast, list) else [fast]
