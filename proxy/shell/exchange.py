@@ -49,6 +49,8 @@ class Exchange:
     # the request's own repairs (proxy/core/request_repairs/), made before it went upstream
     request_repairs: Counter[str] = field(default_factory=Counter)
     upstream_errors: list[tuple[str, str]] = field(default_factory=list)  # (upstream, kind)
+    replica: str | None = None  # the URL of the replica that served (the last attempt's)
+    attempts: int = 0  # requests sent upstream for it (retries: attempts - 1)
 
     def upstream_failed(self, upstream: str, kind: str) -> None:
         self.upstream_errors.append((upstream, kind))
