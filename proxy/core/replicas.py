@@ -140,10 +140,18 @@ class ReplicaPool:
 
     # -- choice -------------------------------------------------------------------------------
 
-    def pick(self, now: float, key: str | None = None, tried: Collection[int] = ()) -> int | None:
-        """The replica (its index) for the next attempt; None when every one is at its limit."""
+    def pick(
+        self,
+        now: float,
+        key: str | None = None,
+        tried: Collection[int] = (),
+        *,
+        limited: bool = True,
+    ) -> int | None:
+        """The replica (its index) for the next attempt; None when every one is at its limit.
+        ``limited=False``: a request the limit does not hold back (the proxy's own listing)."""
         self._end_backoffs(now)
-        room = [i for i, r in enumerate(self.replicas) if not self._full(r)]
+        room = [i for i, r in enumerate(self.replicas) if not (limited and self._full(r))]
         if not room:
             return None
         fresh = [i for i in room if i not in tried] or room

@@ -82,6 +82,7 @@ class UpstreamCall:
         path: str | None = None,
         plan: Plan | None = None,
         key: str | None = None,
+        limited: bool = True,
     ) -> None:
         self._request = request
         self._plan = plan
@@ -90,6 +91,7 @@ class UpstreamCall:
         self._body = body
         self._path = path  # another path than the client's, without its query (translate)
         self._key = key  # the conversation, for affinity (proxy/core/affinity.py)
+        self._limited = limited  # held to max_concurrent_requests (a client's request is)
         self._resp: ClientResponse | None = None
         self._serving: int | None = None  # the replica whose answer the caller has
 
@@ -103,7 +105,9 @@ class UpstreamCall:
         try:
             async with asyncio.timeout_at(deadline):
                 while True:
-                    index = upstream.replicas.pick(loop.time(), self._key, tried)
+                    index = upstream.replicas.pick(
+                        loop.time(), self._key, tried, limited=self._limited
+                    )
                     if index is None:
                         raise all_full(upstream.options)
                     tried.append(index)
@@ -302,7 +306,8 @@ async def _list_models(
     request: web.Request, state: ProxyState, upstream: UpstreamConfig
 ) -> list[Any] | None:
     try:
-        async with UpstreamCall(request, state, upstream, b"") as resp:
+        # the listing is the proxy's own question: no client's slot is taken for it
+        async with UpstreamCall(request, state, upstream, b"", limited=False) as resp:
             if resp.status != 200:
                 raise UpstreamError(f"status {resp.status}")
             body = orjson.loads(await resp.read())

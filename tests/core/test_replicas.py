@@ -82,6 +82,7 @@ def test_full_replicas_are_passed_over_and_all_full_is_none() -> None:
     assert p.pick(0.0) == 1
     p.begin(1)
     assert p.pick(0.0) is None
+    assert p.pick(0.0, limited=False) is not None
 
 
 def test_a_retry_prefers_a_replica_not_tried() -> None:
