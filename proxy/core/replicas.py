@@ -8,8 +8,9 @@ Choice (:meth:`ReplicaPool.pick`), in order:
 1. Replicas at their ``max_concurrent_requests`` are out; when all are, the request is refused
    (the shell's 429).
 2. Replicas this request already tried are passed over while another one is left.
-3. Ejected replicas are passed over; when every one left is ejected, the one ejected longest
-   ago serves (an ejection can be wrong, and a fast 503 helps nobody).
+3. Ejected replicas are passed over, and one on probation (its back-off over) while its one
+   trial request is in flight; when no other is left, the one ejected longest ago serves (an
+   ejection can be wrong, and a fast 503 helps nobody).
 4. With an affinity key: consistent hashing with bounded load (Mirrokni, Thorup and
    Zadimoghaddam, 2016; HAProxy's ``hash-balance-factor``): the key's point on a ring of
    ``POINTS`` virtual points per replica, walked clockwise to the first replica with fewer
@@ -155,7 +156,7 @@ class ReplicaPool:
         if not room:
             return None
         fresh = [i for i in room if i not in tried] or room
-        serving = [i for i in fresh if self.replicas[i].health is not Health.EJECTED]
+        serving = [i for i in fresh if _serves(self.replicas[i])]
         if not serving:
             return min(fresh, key=lambda i: self.replicas[i].ejected_at)
         if key is not None and len(serving) > 1:
@@ -233,6 +234,15 @@ class ReplicaPool:
             replica.ejected_at = now
             replica.ejected_until = now + ejected_for
         return Change(replica, before, replica.health, ejected_for)
+
+
+def _serves(replica: Replica) -> bool:
+    """Up, or on probation with no request yet: one trial at a time, so that a replica back
+    from its back-off, with none in flight, does not draw every new request at once (if it
+    is still down, only the trial pays for it)."""
+    if replica.health is Health.PROBATION:
+        return replica.in_flight == 0
+    return replica.health is Health.UP
 
 
 def _point(text: str) -> int:

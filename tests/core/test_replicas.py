@@ -132,3 +132,15 @@ def test_probes_eject_and_restore() -> None:
     assert (change.before, change.after, change.ejected_for) == (Health.UP, Health.EJECTED, 5)
     assert p.probed(0, 2.0, ok=False).ejected_for is None  # still out, not for longer
     assert p.probed(0, 3.0, ok=True).after is Health.UP
+
+
+def test_probation_takes_one_trial_at_a_time() -> None:
+    p = pool(2)
+    p.failed(0, 0.0, began=0.0)
+    p.begin(1)
+    p.begin(1)
+    assert p.pick(6.0) == 0  # its back-off is over, and it has the fewest in flight
+    p.begin(0)
+    assert p.pick(6.0) == 1  # not a second one before the trial answers
+    assert p.answered(0, 6.5, began=6.0).after is Health.UP
+    assert p.pick(6.5) == 0
