@@ -19,6 +19,7 @@ from proxy.shell.accesslog import ACCESS_LOGGER
 from tests.conftest import StartProxy
 from tests.support.accesslog import logged
 from tests.support.metrics import Proxy, scrape, value
+from tests.support.raw_upstream import Conn, raw_upstream
 from tests.support.replicas import Replica, started
 
 CHAT = "/v1/chat/completions"
@@ -417,3 +418,24 @@ async def test_one_of_three_killed_under_load_loses_only_the_streams_it_was_writ
     lines = await logged(caplog, len(outcomes))
     assert any(line["attempts"] == 2 for line in lines)
     assert all(line["attempts"] == 1 for line in lines if line["end"] == "dropped")
+
+
+@pytest.mark.parametrize("how", ["closes", "resets"])
+async def test_a_replica_that_drops_the_request_before_its_head_is_retried_elsewhere(
+    replicas: list[Replica], start_proxy: StartProxy, caplog: pytest.LogCaptureFixture, how: str
+) -> None:
+    async def drop(conn: Conn) -> None:
+        if how == "resets":
+            conn.reset()
+        else:
+            conn.close()
+
+    async with raw_upstream(drop) as broken:
+        upstream = UpstreamSettings(name="m", urls=[broken.url, replicas[1].url], affinity="none")
+        proxy = await start_proxy(upstream)
+        resp = await proxy.post(CHAT, json=request())
+        assert resp.status == 200
+        assert served_by(await resp.text()) == "b"
+    [line] = await logged(caplog)
+    assert (line["attempts"], line["replica"]) == (2, replicas[1].url)
+    assert len(broken.conns) == 1
