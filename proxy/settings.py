@@ -49,7 +49,22 @@ class _Strict(BaseModel):
 
 class UpstreamSettings(_Strict):
     name: str = Field(min_length=1)
-    url: str
+    # One server (url), or several replicas of one model (urls: issue 28; one of the two):
+    # balanced per worker by least outstanding requests, a conversation kept on one replica
+    # under affinity = "auto", failed replicas ejected for a back-off that doubles from
+    # eject_seconds to max_eject_seconds, and a request that failed before any byte reached
+    # the client sent again elsewhere, at most `retries` times (proxy/core/replicas.py,
+    # proxy/shell/upstream.py). Unset retries: 1 with replicas, 0 with one url.
+    url: str | None = None
+    urls: list[str] | None = Field(None, min_length=1)
+    affinity: Literal["auto", "none"] = "auto"
+    retries: int | None = Field(None, ge=0, le=10)
+    eject_seconds: float = Field(5.0, gt=0)
+    max_eject_seconds: float = Field(120.0, gt=0)
+    # active health: GET <replica><health_path> every health_interval seconds (llama-server's
+    # and vLLM's /health); unset: passive health only
+    health_path: str | None = None
+    health_interval: float = Field(5.0, gt=0)
     models: list[str] = Field(default_factory=lambda: ["*"])
     api_key_env: str | None = None
     normalize: bool = True
@@ -126,13 +141,46 @@ class UpstreamSettings(_Strict):
 
     @field_validator("url")
     @classmethod
-    def _http_origin(cls, value: str) -> str:
-        url = URL(value)
-        if url.scheme not in ("http", "https") or not url.host:
-            raise ValueError(f"must be an http(s) URL with a host, got {value!r}")
-        if url.query_string or url.fragment or url.user or url.password:
-            raise ValueError("must not carry a query, fragment or credentials")
-        return value.rstrip("/")
+    def _http_origin(cls, value: str | None) -> str | None:
+        return None if value is None else _origin(value)
+
+    @field_validator("urls")
+    @classmethod
+    def _http_origins(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        origins = [_origin(url) for url in value]
+        for i, url in enumerate(origins):
+            if url in origins[:i]:
+                raise ValueError(f"{url!r} is listed twice")
+        return origins
+
+    @field_validator("health_path")
+    @classmethod
+    def _path(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("/"):
+            raise ValueError(f"must be a path starting with '/', got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_way_to_the_server(self) -> UpstreamSettings:
+        if self.url is not None and self.urls is not None:
+            raise ValueError("url, urls: both are set; set url for one server or urls for replicas")
+        if self.url is None and self.urls is None:
+            raise ValueError("url: missing; set url (one server) or urls (replicas)")
+        if self.max_eject_seconds < self.eject_seconds:
+            raise ValueError("max_eject_seconds: must not be below eject_seconds")
+        return self
+
+    def replica_urls(self) -> tuple[str, ...]:
+        """The server's URL, or each replica's."""
+        return tuple(self.urls) if self.urls is not None else (self.url or "",)
+
+    def retry_count(self) -> int:
+        """How many times a request that failed before its first byte is sent again."""
+        if self.retries is not None:
+            return self.retries
+        return 1 if self.urls is not None and len(self.urls) > 1 else 0
 
     @field_validator("model_map")
     @classmethod
@@ -183,6 +231,15 @@ class UpstreamSettings(_Strict):
         if self.api_key_env is None:
             return None
         return os.environ.get(self.api_key_env)
+
+
+def _origin(value: str) -> str:
+    url = URL(value)
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ValueError(f"must be an http(s) URL with a host, got {value!r}")
+    if url.query_string or url.fragment or url.user or url.password:
+        raise ValueError("must not carry a query, fragment or credentials")
+    return value.rstrip("/")
 
 
 def _check_mode_fields() -> None:

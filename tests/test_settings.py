@@ -9,7 +9,7 @@ import pytest
 from proxy import settings as settings_module
 from proxy.cli import main
 from proxy.core.errors import ConfigError
-from proxy.settings import DEFAULT_PORT, load_settings
+from proxy.settings import DEFAULT_PORT, UpstreamSettings, load_settings
 
 CONFIG_DIR = Path(__file__).parent.parent / "config"
 
@@ -134,6 +134,47 @@ def test_invalid_config_names_the_key(tmp_path: Path, text: str, message: str) -
     path = write(tmp_path, text)
     with pytest.raises(ConfigError, match=message):
         load_settings(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            'name = "a"\nurl = "http://x"\nurls = ["http://y"]\n',
+            r"upstreams\[0\]: url, urls: both are set",
+        ),
+        ('name = "a"\n', r"upstreams\[0\]: url: missing; set url .* or urls"),
+        ('name = "a"\nurls = []\n', r"upstreams\[0\]\.urls: List should have at least 1"),
+        ('name = "a"\nurls = ["http://y", "ftp://z"]\n', r"upstreams\[0\]\.urls: must be an http"),
+        (
+            'name = "a"\nurls = ["http://y", "http://y/"]\n',
+            r"upstreams\[0\]\.urls: 'http://y' is listed twice",
+        ),
+        ('name = "a"\nurl = "http://x"\naffinity = "sticky"\n', r"upstreams\[0\]\.affinity"),
+        ('name = "a"\nurl = "http://x"\nretries = -1\n', r"upstreams\[0\]\.retries"),
+        (
+            'name = "a"\nurl = "http://x"\nhealth_path = "health"\n',
+            r"upstreams\[0\]\.health_path: must be a path",
+        ),
+        ('name = "a"\nurl = "http://x"\nhealth_interval = 0\n', r"upstreams\[0\]\.health_interval"),
+        (
+            'name = "a"\nurl = "http://x"\neject_seconds = 10\nmax_eject_seconds = 5\n',
+            r"upstreams\[0\]: max_eject_seconds: must not be below eject_seconds",
+        ),
+    ],
+)
+def test_invalid_replica_settings_name_the_key(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, "[[upstreams]]\n" + text)
+    with pytest.raises(ConfigError, match=message):
+        load_settings(path)
+
+
+def test_retries_default_to_one_with_replicas_and_none_with_one_url() -> None:
+    one = UpstreamSettings(name="a", url="http://x")
+    several = UpstreamSettings(name="a", urls=["http://x", "http://y/"])
+    assert (one.retry_count(), several.retry_count()) == (0, 1)
+    assert several.replica_urls() == ("http://x", "http://y")
+    assert UpstreamSettings(name="a", url="http://x", retries=2).retry_count() == 2
 
 
 def test_unreadable_file_is_a_config_error(tmp_path: Path) -> None:

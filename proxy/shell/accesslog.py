@@ -10,11 +10,12 @@ turns it off. Fields: ``time``, ``request_id``, ``method``, ``path``, ``upstream
 ``model``, ``status``, ``duration_ms``, ``ttfb_ms`` (request received to the first body byte
 sent; null without a body), ``bytes`` and ``chunks`` (body bytes and writes sent to the
 client), ``bytes_upstream`` (body bytes read from the upstream), ``rewritten``, ``end``,
-``repairs`` (kind -> count), ``upstream_errors`` (kinds) and ``tokens`` (kind -> the tokens
-the upstream reported). ``end`` is ``proxy_error`` for a request the proxy failed on
-(proxy.shell.middlewares). With several workers (``workers`` > 1) every JSON line also names
-the process that wrote it, ``worker`` (1..N), right after ``time``; with one worker the field
-is absent.
+``repairs`` (kind -> count), ``upstream_errors`` (kinds), ``tokens`` (kind -> the tokens
+the upstream reported), ``replica`` (the URL of the replica that served; null when none was
+asked) and ``attempts`` (requests sent upstream for it: 2 after one retry; 0 when none was
+sent). ``end`` is ``proxy_error`` for a request the proxy failed on (proxy.shell.middlewares).
+With several workers (``workers`` > 1) every JSON line also names the process that wrote it,
+``worker`` (1..N), right after ``time``; with one worker the field is absent.
 """
 
 from __future__ import annotations
@@ -113,6 +114,8 @@ def access_fields(exchange: Exchange, now: float) -> dict[str, Any]:
         "request_repairs": {str(kind): count for kind, count in exchange.request_repairs.items()},
         "upstream_errors": [kind for _, kind in exchange.upstream_errors],
         "tokens": dict(tokens.reported()) if (tokens := exchange.reported_tokens()) else {},
+        "replica": exchange.replica,
+        "attempts": exchange.attempts,
     }
 
 

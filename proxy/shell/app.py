@@ -20,7 +20,7 @@ from proxy.shell.drain import Drain
 from proxy.shell.fleet_metrics import Fleet
 from proxy.shell.handlers import OWN_PREFIX, handle_proxy
 from proxy.shell.keepalive import reuse_tracing
-from proxy.shell.limits import Slots
+from proxy.shell.limits import replica_pool
 from proxy.shell.metrics import METRICS, Metrics, handle_metrics
 from proxy.shell.middlewares import (
     error_middleware,
@@ -29,6 +29,7 @@ from proxy.shell.middlewares import (
     response_prepared,
 )
 from proxy.shell.readiness import READINESS, Readiness, handle_ready
+from proxy.shell.replica_health import probe_replicas
 from proxy.shell.request_body import expect_handler
 from proxy.shell.template_probe import (
     START_TIMEOUT,
@@ -39,17 +40,27 @@ from proxy.shell.template_probe import (
 )
 
 
+def build_routes(settings: Settings) -> tuple[Router, dict[str, UpstreamConfig]]:
+    """Everything a request's way to an upstream is made of, from the settings alone: the
+    router and each upstream's state (its replicas, with fresh health, in-flight counts of
+    zero). A configuration reload swaps both in; the requests in flight keep the ones they
+    started with."""
+    upstreams = build_upstreams(settings)
+    return Router([u.route for u in upstreams.values()], settings.default_upstream), upstreams
+
+
 def build_upstreams(settings: Settings) -> dict[str, UpstreamConfig]:
     configs = {}
     for options in settings.upstreams:
         key = options.api_key()
         core = upstream_options(options, settings) if options.normalize else None
+        urls = options.replica_urls()
         configs[options.name] = UpstreamConfig(
-            route=Upstream(options.name, options.url, tuple(options.models)),
+            route=Upstream(options.name, urls[0], tuple(options.models)),
             options=options,
             authorization=f"Bearer {key}" if key is not None else None,
             normalize=core,
-            slots=Slots(options.name, options.max_concurrent_requests),
+            replicas=replica_pool(options),
             template=TemplateState(core.template if core is not None else None),
         )
     return configs
@@ -114,8 +125,7 @@ def create_app(settings: Settings, fleet: Fleet | None = None) -> web.Applicatio
     app.on_response_prepare.append(response_prepared)
     app.on_shutdown.append(drain.on_shutdown)
     app.on_cleanup.append(drain.on_cleanup)
-    upstreams = build_upstreams(settings)
-    router = Router([u.route for u in upstreams.values()], settings.default_upstream)
+    router, upstreams = build_routes(settings)
     app[METRICS] = Metrics(upstreams)
     app[READINESS] = Readiness()
 
@@ -154,10 +164,12 @@ def create_app(settings: Settings, fleet: Fleet | None = None) -> web.Applicatio
             for u, done in zip(asking, answered, strict=True)
             if not done
         ]
+        health = asyncio.create_task(probe_replicas(app))
         yield
+        health.cancel()
         for probe in probes:
             probe.cancel()
-        await asyncio.gather(*probes, return_exceptions=True)
+        await asyncio.gather(health, *probes, return_exceptions=True)
         await session.close()
 
     app.cleanup_ctx.append(client_session)

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from aiohttp import ClientSession, web
 
 from proxy.core.options import UpstreamOptions
+from proxy.core.replicas import ReplicaPool
 from proxy.core.routing import Router, Upstream
 from proxy.settings import Settings, UpstreamSettings
-from proxy.shell.limits import Slots
 from proxy.shell.template_probe import TemplateState
 
 
@@ -20,7 +20,9 @@ class UpstreamConfig:
     options: UpstreamSettings
     authorization: str | None  # "Bearer <key>" from the environment, never from the file
     normalize: UpstreamOptions | None  # None: this upstream is pure passthrough (app.py)
-    slots: Slots  # requests in flight against options.max_concurrent_requests
+    # its replicas (one for a single url): requests in flight against
+    # max_concurrent_requests, each one's health (proxy/core/replicas.py)
+    replicas: ReplicaPool
     template: TemplateState  # what its chat template needs (proxy/shell/template_probe.py)
 
 

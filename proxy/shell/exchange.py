@@ -54,6 +54,8 @@ class Exchange:
     # end from what its rewritten stream saw
     tokens: Tokens | None = None
     usage: UsageSeen | None = None
+    replica: str | None = None  # the URL of the replica that served (the last attempt's)
+    attempts: int = 0  # requests sent upstream for it (retries: attempts - 1)
 
     def upstream_failed(self, upstream: str, kind: str) -> None:
         self.upstream_errors.append((upstream, kind))

@@ -18,6 +18,7 @@ import orjson
 from aiohttp import web
 
 from proxy.core import streams
+from proxy.core.affinity import affinity_key
 from proxy.core.errors import ClientRequestError, NoRouteError
 from proxy.core.forwarding import Forwarding
 from proxy.core.policy import Mode, Plan, plan_request
@@ -27,7 +28,7 @@ from proxy.core.request_repairs.needs import TemplateNeeds
 from proxy.core.request_repairs.repair import repair_request
 from proxy.core.routing import Upstream, is_safe_path
 from proxy.settings import Settings
-from proxy.shell.app_state import STATE, ProxyState
+from proxy.shell.app_state import STATE, ProxyState, UpstreamConfig
 from proxy.shell.exchange import EXCHANGE
 from proxy.shell.metrics import METRICS
 from proxy.shell.request_body import body_model, read_body
@@ -71,6 +72,7 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
     exchange.model = model
     upstream = state.upstream(_route(state, model, body, payload).name)
     exchange.upstream = upstream.route.name
+    key = conversation(request, upstream, payload)
     plan = plan_request(
         request.method,
         request.raw_path.partition("?")[0],
@@ -88,11 +90,10 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
         payload = None  # what the chat request does not share of it goes now
         exchange.request_repairs.update(repairs)
         request.app[METRICS].dropped(plan.protocol.name if plan.protocol else "", chat.dropped)
-        with upstream.slots.take():
-            async with UpstreamCall(
-                request, state, upstream, data, path=plan.upstream_path, plan=plan
-            ) as resp:
-                return await respond(request, state, upstream, plan, resp, chat=chat)
+        async with UpstreamCall(
+            request, state, upstream, data, path=plan.upstream_path, plan=plan, key=key
+        ) as resp:
+            return await respond(request, state, upstream, plan, resp, chat=chat)
     # the request as the upstream's chat template takes it (docs/repairs.md): a chat client's
     # under request_repairs = "auto", a native one's for what local servers cannot take
     sent, repairs = payload, Counter[str]()
@@ -108,11 +109,18 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
     facts = streams.request_facts(plan, payload) if plan.mode in _REPAIRS_ANSWER else None
     streamed = isinstance(payload, dict) and payload.get("stream") is True
     payload = sent = None  # the rest of the request goes now
-    with upstream.slots.take():
-        async with UpstreamCall(request, state, upstream, body, plan=plan) as resp:
-            return await respond(
-                request, state, upstream, plan, resp, facts=facts, names=names, streamed=streamed
-            )
+    async with UpstreamCall(request, state, upstream, body, plan=plan, key=key) as resp:
+        return await respond(
+            request, state, upstream, plan, resp, facts=facts, names=names, streamed=streamed
+        )
+
+
+def conversation(request: web.Request, upstream: UpstreamConfig, payload: object) -> str | None:
+    """The conversation a request belongs to, when its upstream keeps one on one replica
+    (``affinity = "auto"`` with several replicas; proxy/core/affinity.py says what names it)."""
+    if upstream.options.affinity != "auto" or len(upstream.replicas.replicas) < 2:
+        return None
+    return affinity_key(request.headers, payload)
 
 
 def _route(

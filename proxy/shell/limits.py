@@ -1,11 +1,14 @@
 """Request limits enforced by the shell: concurrency per upstream, and the HTTP server's caps.
 
 Concurrency: an upstream with ``max_concurrent_requests`` serves at most that many requests at
-once through this proxy; one more is refused at once with 429 and ``Retry-After: 1`` rather
-than queued. LLM servers already queue behind their own slots (llama.cpp's ``--parallel``,
-vLLM's scheduler), so a second queue here would only hide the overload and hold sockets,
-while OpenAI-style clients retry a 429 with backoff on their own. A slot is held from routing
-until the response (streamed or not) has ended or the client has left. The count is per
+once through this proxy, per replica when it has several (``urls``): a full replica is passed
+over, and only when every one is full is a request refused, at once, with 429 and
+``Retry-After: 1`` rather than queued (the count lives in the upstream's
+:class:`~proxy.core.replicas.ReplicaPool`, which :mod:`proxy.shell.upstream` asks). LLM
+servers already queue behind their own slots (llama.cpp's ``--parallel``, vLLM's scheduler),
+so a second queue here would only hide the overload and hold sockets, while OpenAI-style
+clients retry a 429 with backoff on their own. A slot is held from the attempt until the
+response (streamed or not) has ended or the client has left. The count is per
 process: with ``workers = N`` each worker holds its own, so N times the limit can be in flight.
 
 Size caps: the request body (``limits.max_request_body_bytes``, 413, applied by
@@ -21,35 +24,33 @@ must arrive within ``timeouts.request_body`` (:mod:`proxy.shell.request_body`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, Final
 
 from proxy.core.errors import TooManyRequests
-from proxy.settings import Settings
+from proxy.core.replicas import Backoff, ReplicaPool
+from proxy.settings import Settings, UpstreamSettings
 from proxy.shell.serverlog import SERVER_LOG
 
 
-class Slots:
-    """How many requests one upstream is serving, against its limit (None: unlimited)."""
+def replica_pool(options: UpstreamSettings) -> ReplicaPool:
+    """An upstream's replicas (one for a single ``url``), each held to its limit."""
+    return ReplicaPool(
+        options.replica_urls(),
+        Backoff(options.eject_seconds, options.max_eject_seconds),
+        options.max_concurrent_requests,
+    )
 
-    def __init__(self, upstream: str, limit: int | None) -> None:
-        self.upstream = upstream
-        self.limit = limit
-        self.in_use = 0
 
-    @contextmanager
-    def take(self) -> Iterator[None]:
-        if self.limit is not None and self.in_use >= self.limit:
-            raise TooManyRequests(
-                f"upstream {self.upstream!r} is serving its maximum of {self.limit} requests;"
-                " retry shortly"
-            )
-        self.in_use += 1
-        try:
-            yield
-        finally:
-            self.in_use -= 1
+def all_full(options: UpstreamSettings) -> TooManyRequests:
+    """The 429 for a request that found every replica at its limit."""
+    which = (
+        f"upstream {options.name!r} is"
+        if options.urls is None or len(options.urls) == 1
+        else (f"every replica of upstream {options.name!r} is")
+    )
+    return TooManyRequests(
+        f"{which} serving its maximum of {options.max_concurrent_requests} requests; retry shortly"
+    )
 
 
 # Connections the kernel may queue before the proxy accepts them (capped by

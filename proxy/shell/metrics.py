@@ -23,7 +23,7 @@ from time import perf_counter
 from typing import Final, TypeVar, cast
 
 from aiohttp import hdrs, web
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.gc_collector import GCCollector
@@ -35,7 +35,7 @@ from prometheus_client.utils import floatToGoString
 from proxy.core.repairs import Repair
 from proxy.shell.exchange import Exchange
 
-_M = TypeVar("_M", Counter, Histogram)
+_M = TypeVar("_M", Counter, Gauge, Histogram)
 
 MAX_MODEL_LABELS: Final = 32
 NO_MODEL: Final = "(none)"
@@ -225,7 +225,7 @@ class Metrics:
         PlatformCollector(registry=registry)
         GCCollector(registry=registry)
         self.models = ModelLabels()
-        self._children: dict[tuple[Counter | Histogram, tuple[str, ...]], object] = {}
+        self._children: dict[tuple[Counter | Gauge | Histogram, tuple[str, ...]], object] = {}
         self.requests = Counter(
             "toolcall_proxy_requests",
             "Proxied requests, counted when they end.",
@@ -323,6 +323,40 @@ class Metrics:
             ["upstream", "kind"],
             registry=registry,
         )
+        # replicas (upstreams[].urls; a single url is a replica too): label values are
+        # configured names and URLs
+        self.replica_requests = Counter(
+            "toolcall_proxy_replica_requests",
+            "Attempts sent to a replica (a retried request counts on each replica it tried).",
+            ["upstream", "replica"],
+            registry=registry,
+        )
+        self.replica_failures = Counter(
+            "toolcall_proxy_replica_failures",
+            "Attempts that failed before the response head counted against a replica's"
+            " health: unreachable (refused, or reset before the head), connect_timeout,"
+            " http_5xx (502/503/504).",
+            ["upstream", "replica", "kind"],
+            registry=registry,
+        )
+        self.replica_ejections = Counter(
+            "toolcall_proxy_replica_ejections",
+            "Times a replica was taken out of the rotation for a back-off.",
+            ["upstream", "replica"],
+            registry=registry,
+        )
+        self.replica_in_flight = Gauge(
+            "toolcall_proxy_replica_in_flight",
+            "Requests a replica is serving now, from the attempt to the response's end.",
+            ["upstream", "replica"],
+            registry=registry,
+        )
+        self.retries = Counter(
+            "toolcall_proxy_retries",
+            "Requests sent again before their first byte, by the reason of the failed attempt.",
+            ["upstream", "reason"],
+            registry=registry,
+        )
 
     def _child(self, metric: _M, *labels: str) -> _M:
         """``metric.labels(*labels)`` from a dict: ``labels`` validates and takes a lock on each
@@ -339,6 +373,25 @@ class Metrics:
         closed vocabulary (proxy/core/protocols/responses/dropped.py)."""
         for name in fields:
             self._child(self.translate_dropped, protocol, name).inc()
+
+    def attempt(self, upstream: str, replica: str, *, began: bool) -> None:
+        """An attempt on a replica began (``began``) or ended."""
+        if began:
+            self._child(self.replica_requests, upstream, replica).inc()
+            self._child(self.replica_in_flight, upstream, replica).inc()
+        else:
+            self._child(self.replica_in_flight, upstream, replica).dec()
+
+    def replica_failed(self, upstream: str, replica: str, kind: str, *, ejected: bool) -> None:
+        self._child(self.replica_failures, upstream, replica, kind).inc()
+        if ejected:
+            self.replica_ejected(upstream, replica)
+
+    def replica_ejected(self, upstream: str, replica: str) -> None:
+        self._child(self.replica_ejections, upstream, replica).inc()
+
+    def retried(self, upstream: str, reason: str) -> None:
+        self._child(self.retries, upstream, reason).inc()
 
     def begin(self, exchange: Exchange) -> None:
         self.live.add(exchange)

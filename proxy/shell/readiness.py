@@ -1,5 +1,8 @@
 """``GET /-/ready``: 200 when every configured upstream answers, 503 naming those that do not.
 
+An upstream with replicas (``urls``) answers when at least one of its replicas does; each
+replica is asked, and the body names each one's answer under the upstream's ``replicas``.
+
 Liveness (``/-/health``) says the proxy itself serves; readiness says it can do its job, so a
 load balancer or Kubernetes sends it traffic only then. Each upstream is asked
 ``GET <url>/v1/models`` (with its configured credentials), which every OpenAI-compatible
@@ -29,6 +32,8 @@ CACHE_SECONDS: Final = 5.0
 class UpstreamCheck:
     ok: bool
     detail: str  # "status 200", "status 503", "timed out after 2.0 s", "unreachable: ..."
+    # with several replicas: each one's check by URL (``detail`` then counts those that answer)
+    replicas: dict[str, UpstreamCheck] | None = None
 
 
 Report = dict[str, UpstreamCheck]
@@ -72,12 +77,26 @@ class Readiness:
             self._pending = None
 
     async def _check(self, state: ProxyState, upstream: UpstreamConfig) -> UpstreamCheck:
+        urls = [replica.url for replica in upstream.replicas.replicas]
+        checks = await asyncio.gather(*(self._check_one(state, upstream, url) for url in urls))
+        if len(checks) == 1:
+            return checks[0]
+        answering = sum(check.ok for check in checks)
+        return UpstreamCheck(
+            answering > 0,
+            f"{answering} of {len(checks)} replicas answer",
+            dict(zip(urls, checks, strict=True)),
+        )
+
+    async def _check_one(
+        self, state: ProxyState, upstream: UpstreamConfig, base_url: str
+    ) -> UpstreamCheck:
         headers = {}
         if upstream.authorization is not None:
             headers[hdrs.AUTHORIZATION] = upstream.authorization
         try:
             async with state.session.get(
-                upstream_url(upstream.route.base_url, CHECK_PATH),
+                upstream_url(base_url, CHECK_PATH),
                 headers=headers,
                 allow_redirects=False,
                 timeout=ClientTimeout(total=self._timeout),
@@ -97,6 +116,13 @@ async def handle_ready(request: web.Request) -> web.Response:
     ready = all(check.ok for check in report.values())
     body = {
         "status": "ready" if ready else "not ready",
-        "upstreams": {name: {"ok": c.ok, "detail": c.detail} for name, c in report.items()},
+        "upstreams": {name: _shown(check) for name, check in report.items()},
     }
     return web.json_response(body, status=200 if ready else 503)
+
+
+def _shown(check: UpstreamCheck) -> dict[str, object]:
+    shown: dict[str, object] = {"ok": check.ok, "detail": check.detail}
+    if check.replicas is not None:
+        shown["replicas"] = {url: _shown(one) for url, one in check.replicas.items()}
+    return shown

@@ -43,7 +43,7 @@ def routing_table(settings: Settings) -> str:
         [
             str(i),
             u.name,
-            u.url,
+            ", ".join(u.replica_urls()),
             ", ".join(u.models),
             f"${u.api_key_env}" if u.api_key_env is not None else "-",
             _rewriting(u),

@@ -125,6 +125,8 @@ SHELL_FACES = frozenset(
         "proxy.core.options",  # UpstreamOptions, built once per upstream
         "proxy.core.errors",  # the error family, each with its status
         "proxy.core.routing",  # which upstream serves a model; its URL
+        "proxy.core.replicas",  # which replica serves the next attempt; their health (issue 28)
+        "proxy.core.affinity",  # the conversation a request belongs to, for that choice
         "proxy.core.forwarding",  # model_map and max_tokens_limit on the body sent
         "proxy.core.request_limits",  # the bounds on a request body the proxy works on
         "proxy.core.request_repairs.repair",  # the request as the chat template takes it

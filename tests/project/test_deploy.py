@@ -194,7 +194,7 @@ def test_compose_runs_the_image_beside_a_model_server_it_routes_to(
     model_port = int(model_args[model_args.index("--port") + 1])
     assert [str(model_port)] == model["expose"]
     for upstream in settings.upstreams:
-        url = URL(upstream.url)
+        [url] = map(URL, upstream.replica_urls())
         assert (url.host, url.port) == (model_name, model_port)
     assert set(proxy["depends_on"]) == {model_name}
 
@@ -322,7 +322,8 @@ def test_kubernetes_sidecar_routes_to_the_model_server_in_its_pod(
     assert model["startupProbe"]["httpGet"]["path"] == "/health"
     settings = load_mounted(mounted_config(by_kind, deployment, tmp_path), {}, monkeypatch)
     [upstream] = settings.upstreams
-    assert (URL(upstream.url).host, URL(upstream.url).port) == ("127.0.0.1", model_port)
+    [url] = map(URL, upstream.replica_urls())
+    assert (url.host, url.port) == ("127.0.0.1", model_port)
     [service] = by_kind["Service"]
     assert [p["targetPort"] for p in service["spec"]["ports"]] == ["proxy"]
 

@@ -51,7 +51,7 @@ def test_check_accepts_every_shipped_config_and_lists_its_upstreams(
 
     for upstream in load_settings(path).upstreams:
         [row] = [line for line in out.splitlines() if f"  {upstream.name}  " in line]
-        assert upstream.url in row
+        assert ", ".join(upstream.replica_urls()) in row
         assert ", ".join(upstream.models) in row
 
 
