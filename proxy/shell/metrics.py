@@ -23,7 +23,7 @@ from time import perf_counter
 from typing import Final, TypeVar, cast
 
 from aiohttp import hdrs, web
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.gc_collector import GCCollector
@@ -309,6 +309,20 @@ class Metrics:
             ["upstream", "model", "kind"],
             registry=registry,
         )
+        self.config_reloads = Counter(
+            "toolcall_proxy_config_reloads",
+            "Configuration reloads on SIGHUP, by result: applied, or invalid (the running"
+            " configuration kept).",
+            ["result"],
+            registry=registry,
+        )
+        self.config = Gauge(
+            "toolcall_proxy_config_info",
+            "The configuration a process serves, by its hash (with several workers: how many"
+            " serve it).",
+            ["hash"],
+            registry=registry,
+        )
         self.upstream_errors = Counter(
             "toolcall_proxy_upstream_errors",
             "Upstream failures by kind: unreachable, connect_timeout, first_byte_timeout,"
@@ -316,6 +330,11 @@ class Metrics:
             ["upstream", "kind"],
             registry=registry,
         )
+
+    def config_loaded(self, digest: str) -> None:
+        """The process serves the configuration of this hash now (at start, on a reload)."""
+        self.config.clear()
+        self.config.labels(digest).set(1)
 
     def _child(self, metric: _M, *labels: str) -> _M:
         """``metric.labels(*labels)`` from a dict: ``labels`` validates and takes a lock on each
