@@ -5,7 +5,7 @@ Each call, a tool_use block of the upstream's or a call recovered from markup in
 S1 table's (proxy/core/calls/state.py), carried out by the shared ``Calls`` (calls/driver.py), which
 :class:`ToolCalls` holds; here the upstream's events become the table's inputs, and, as the
 ``CallWriter``, what ``Calls`` sends becomes Messages events, through the client's side
-(``BlockSide``: client.py's ``ClientSide``, which holds this object). The inputs:
+(``BlockSide``: structure.py's ``BlockFlow``, which holds this object). The inputs:
 
 * the block's start names the call, with no argument text known: a start's ``input`` is
   the block's empty object, the arguments are what the ``input_json_delta``s bring. So
@@ -23,7 +23,7 @@ text as it came, the client rebuilding its ``{}``, which is why a clean end is C
 never END (the driver would add a ``{}`` fragment). What goes out is the upstream's own events
 where there are any (their bytes kept, an index changed where the client's numbering differs),
 the proxy's for a markup call. The index is the driver's (``Calls``, one counter with the
-client's other blocks, client.py); so is the id of a tool_use block the upstream sent
+client's other blocks, structure.py); so is the id of a tool_use block the upstream sent
 without one (``toolu_`` and a fresh id, ``id-missing``).
 
 A fragment of a call that streams (the table's answer, kept on the call: ``streams``) goes out
@@ -77,7 +77,7 @@ def end_input(*, repeat: bool, cut: bool) -> CallInput:
 
 
 class BlockSide(Protocol):
-    """What the calls need of the client's side (client.py ``ClientSide``): where their
+    """What the calls need of the client's side (structure.py ``BlockFlow``): where their
     blocks go out, and what is held."""
 
     held_bytes: int

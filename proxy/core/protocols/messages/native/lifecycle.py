@@ -1,5 +1,6 @@
-"""The lifecycle of a native Messages stream's message, as one table (the call states are
-proxy/core/calls/state.py's; this is what the stream itself goes through).
+"""The lifecycles of a native Messages stream: its message's, and each content block's, as
+one table each (the call states are proxy/core/calls/state.py's; these are what the stream
+itself goes through).
 
 Rules:
 
@@ -10,7 +11,11 @@ Rules:
 * a ``message_delta`` may come before any start (the stream never started a message): that
   is a phase of its own, so that a start after it still knows the delta came;
 * a phase changes only by a transition of :data:`MESSAGE`; a missing one is a bug of the proxy
-  (``NormalizerError``), never a guess.
+  (``NormalizerError``), never a guess;
+* an upstream block is open from its ``content_block_start`` until its ``content_block_stop``
+  or until the proxy stops it (the next block starts, the message ends), whichever comes
+  first (:data:`BLOCK`); a delta of a block that is not open is dropped, counted, and the
+  upstream's late stop of a block the proxy stopped is dropped.
 """
 
 from __future__ import annotations
@@ -62,3 +67,37 @@ def after(phase: Phase, step: Step) -> Phase:
         return MESSAGE[phase, step]
     except KeyError:
         raise NormalizerError(f"native Messages: no transition from {phase} on {step}") from None
+
+
+class _Identity(Enum):
+    """An Enum hashed by identity (Enum's own hash is a Python call on the name)."""
+
+    __hash__ = object.__hash__
+
+
+class BlockPhase(_Identity):
+    OPEN = "open"  #: streaming: its events go out
+    STOPPED_BY_PROXY = "stopped-by-proxy"  #: the proxy stopped it; the upstream has not yet
+    STOPPED = "stopped"  #: its content_block_stop came
+
+
+class BlockStep(_Identity):
+    PROXY_STOPS = "proxy-stops"  #: the next block starts, or the message ends
+    UPSTREAM_STOPS = "upstream-stops"  #: its content_block_stop came
+
+
+BLOCK: Final[Mapping[tuple[BlockPhase, BlockStep], BlockPhase]] = {
+    (BlockPhase.OPEN, BlockStep.PROXY_STOPS): BlockPhase.STOPPED_BY_PROXY,
+    (BlockPhase.OPEN, BlockStep.UPSTREAM_STOPS): BlockPhase.STOPPED,
+    (BlockPhase.STOPPED_BY_PROXY, BlockStep.UPSTREAM_STOPS): BlockPhase.STOPPED,
+    (BlockPhase.STOPPED, BlockStep.UPSTREAM_STOPS): BlockPhase.STOPPED,
+}
+
+
+def block_after(phase: BlockPhase, step: BlockStep) -> BlockPhase:
+    try:
+        return BLOCK[phase, step]
+    except KeyError:
+        raise NormalizerError(
+            f"native Messages: no block transition from {phase} on {step}"
+        ) from None

@@ -11,6 +11,7 @@ from proxy.core.calls.record import CallRecord
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup.fail_open import FailOpen
 from proxy.core.markup.jsonscan import JsonValue
+from proxy.core.protocols.messages.native.lifecycle import BlockPhase
 from proxy.core.sse import Event
 
 
@@ -74,6 +75,7 @@ class UpstreamBlock:
     end: InputEnd = field(default_factory=InputEnd)  #: where a tool block's input ends
     markup: FailOpen | None = None  #: a text block's markup parser
     call: ToolCall | None = None  #: a tool_use block's call
+    phase: BlockPhase = BlockPhase.OPEN  #: where it is in its lifecycle (lifecycle.py BLOCK)
 
 
 def input_parses(text: str) -> bool:
