@@ -78,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
+    """The settings as the flags, the environment and the file give them now (at start, and
+    again on SIGHUP: proxy.shell.hangup)."""
     return load_settings(
         resolve_config_path(args.config),
         host=args.host,
@@ -97,20 +99,23 @@ def event_loop() -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop()
 
 
-def serving_app(settings: Settings) -> web.Application:
-    """The app a single process serves: its start-up heap frozen once started (heap.py)."""
+def serving_app(settings: Settings, reload: hangup.Loader | None = None) -> web.Application:
+    """The app a single process serves: its start-up heap frozen once started (heap.py), its
+    configuration loaded again by ``reload`` on SIGHUP (hangup.py; default: as it is)."""
     app = create_app(settings)
     app.on_startup.append(freeze_on_startup)
-    app.on_startup.append(hangup.ignore_on_startup)
+    hangup.Reloader(reload if reload is not None else lambda: settings).install(app)
     return app
 
 
-def serve(settings: Settings) -> int:
+def serve(settings: Settings, reload: hangup.Loader | None = None) -> int:
+    """Serve ``settings``; ``reload`` loads them again on SIGHUP (default: as they are)."""
     configure_logging(settings.log_level)
+    loader = reload if reload is not None else lambda: settings
     if settings.workers > 1:
-        return supervise(settings, event_loop)
+        return supervise(settings, event_loop, loader)
     web.run_app(
-        serving_app(settings),
+        serving_app(settings, loader),
         # bound here, as the supervisor binds it: a port in use is one line and status 2
         sock=listening_socket(settings.host, settings.port),
         handler_cancellation=True,
@@ -149,6 +154,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = settings_from_args(args)
-        return serve(settings)
+        return serve(settings, lambda: settings_from_args(args))
     except ConfigError as exc:
         return config_error(exc)

@@ -118,7 +118,7 @@ READERS: Final[dict[str, Reader]] = {
 def body_tokens(protocol: str, body: bytes) -> Tokens | None:
     """A whole answer's tokens (its top-level ``usage``). The body is parsed again only when
     its bytes hold a usage object: the repair that parsed it first keeps no parse around."""
-    if _USAGE_OBJECT.search(body) is None:
+    if not has_usage_object(body):
         return None
     value = loads(body)
     usage = value.get("usage") if isinstance(value, dict) else None
@@ -127,7 +127,19 @@ def body_tokens(protocol: str, body: bytes) -> Tokens | None:
 
 #: the bytes of a usage object (not ``"usage": null``, which OpenAI sends on every chunk)
 _USAGE_OBJECT: Final = re.compile(rb'"usage"[ \t\r\n]*+:[ \t\r\n]*+\{')
-_USAGE: Final = b'"usage"'
+USAGE: Final = b'"usage"'
+
+
+def has_usage_object(data: bytes) -> bool:
+    """Whether ``data`` holds a usage object: the compact spellings cost a slice each, the
+    pattern is asked only of another spacing."""
+    at = data.find(USAGE)
+    while at >= 0:
+        after = data[at + 7 : at + 9]
+        if after == b":{" or (after != b":n" and _USAGE_OBJECT.match(data, at)):
+            return True
+        at = data.find(USAGE, at + 7)
+    return False
 
 
 class UsageSeen:
@@ -152,13 +164,14 @@ class UsageSeen:
         self._latest = {**self._latest, **usage} if self._merge and self._latest else usage
 
     def passed(self, data: bytes) -> None:
-        """One event's data that went out unparsed."""
-        if _USAGE in data and _USAGE_OBJECT.search(data) is not None:
+        """One event's data that went out unparsed (a caller on a hot path may ask
+        ``USAGE in data`` first, which saves the call for the events without any)."""
+        if has_usage_object(data):
             self._read, self._read_whole = data, False
 
     def passed_read(self, data: bytes) -> None:
         """A read of whole one-line data events that went out unparsed."""
-        if _USAGE in data and _USAGE_OBJECT.search(data) is not None:
+        if has_usage_object(data):
             self._read, self._read_whole = data, True
 
     def tokens(self) -> Tokens | None:
@@ -172,7 +185,7 @@ class UsageSeen:
             return
         datas = plain_datas(read) if self._read_whole else [read]
         for data in reversed(datas):
-            if _USAGE_OBJECT.search(data) is None:
+            if not has_usage_object(data):
                 continue
             value = loads(data)
             usage = value.get("usage") if isinstance(value, dict) else None

@@ -14,7 +14,7 @@ from proxy.core.options import UpstreamOptions
 from proxy.core.routing import Router, Upstream
 from proxy.settings import Settings, UpstreamSettings
 from proxy.shell.accesslog import access_middleware
-from proxy.shell.app_state import STATE, ProxyState, UpstreamConfig
+from proxy.shell.app_state import STATE, Live, ProxyState, UpstreamConfig, config_digest
 from proxy.shell.auth import ClientKeys, auth_middleware
 from proxy.shell.drain import Drain
 from proxy.shell.fleet_metrics import Fleet
@@ -98,6 +98,11 @@ def upstream_options(options: UpstreamSettings, settings: Settings) -> UpstreamO
 _MADE: Final = frozenset({"coalesce", "dialects", "request_repairs", "template"})
 
 
+def client_keys(settings: Settings) -> ClientKeys | None:
+    """The inbound keys ``auth.*`` names, read now (a reload reads them again)."""
+    return ClientKeys(settings.auth.client_keys()) if settings.auth.enabled else None
+
+
 async def handle_health(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
@@ -117,8 +122,9 @@ def create_app(settings: Settings, fleet: Fleet | None = None) -> web.Applicatio
         error_middleware,
         request_line_middleware,
     ]
-    if settings.auth.enabled:  # innermost: a 401 is logged and shaped like any error
-        middlewares.append(auth_middleware(ClientKeys(settings.auth.client_keys()), PUBLIC))
+    # innermost: a 401 is logged and shaped like any error; always there, since a reload may
+    # turn authentication on (the running configuration's keys, None: off)
+    middlewares.append(auth_middleware(lambda request: request.app[STATE].now.keys, PUBLIC))
     app = web.Application(
         middlewares=middlewares, client_max_size=settings.limits.max_request_body_bytes
     )
@@ -145,7 +151,12 @@ def create_app(settings: Settings, fleet: Fleet | None = None) -> web.Applicatio
             trust_env=False,
             trace_configs=[reuse_tracing()],
         )
-        app[STATE] = ProxyState(settings, router, upstreams, session)
+        app[STATE] = Live(
+            ProxyState(
+                settings, router, upstreams, session, client_keys(settings), config_digest(settings)
+            )
+        )
+        app[METRICS].config_loaded(app[STATE].now.digest)
         # each upstream's chat template, read once at start (and on readiness rounds); one
         # that does not answer yet (still loading its model) is asked again in the background
         asking = [u for u in upstreams.values() if reads_template(u)]

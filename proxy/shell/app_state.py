@@ -1,7 +1,14 @@
-"""What the shell keeps for the app's lifetime, under typed keys. Nothing here is per stream."""
+"""What the shell keeps for the app's lifetime, under typed keys. Nothing here is per stream.
+
+``app[STATE]`` is a ``Live``: its ``now`` is the running configuration's ``ProxyState``, which a
+reload (proxy/shell/hangup.py) replaces as a whole. A request takes ``now`` once, at its
+start, and keeps that state to its end, so a stream in flight finishes on the configuration it
+started with while new requests get the new one.
+"""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -11,6 +18,7 @@ from proxy.core.options import UpstreamOptions
 from proxy.core.replicas import ReplicaPool
 from proxy.core.routing import Router, Upstream
 from proxy.settings import Settings, UpstreamSettings
+from proxy.shell.auth import ClientKeys
 from proxy.shell.template_probe import TemplateState
 
 
@@ -32,12 +40,28 @@ class ProxyState:
     router: Router
     upstreams: Mapping[str, UpstreamConfig]
     session: ClientSession
+    keys: ClientKeys | None = None  # inbound keys (auth.*); None: no authentication
+    digest: str = ""  # the configuration's hash (proxy/shell/hangup.py)
 
     def upstream(self, name: str) -> UpstreamConfig:
         return self.upstreams[name]
 
 
-STATE = web.AppKey("state", ProxyState)
+@dataclass(slots=True)
+class Live:
+    """The running configuration's state; a reload replaces ``now``."""
+
+    now: ProxyState
+
+
+def config_digest(settings: Settings) -> str:
+    """The configuration's hash, as loaded (file, environment, flags): what
+    ``toolcall_proxy_config_info`` names, so that a reload shows where it took effect. The
+    values behind ``api_key_env`` and the keys in key files are not part of it."""
+    return hashlib.sha256(settings.model_dump_json().encode()).hexdigest()[:16]
+
+
+STATE = web.AppKey("state", Live)
 REQUEST_ID = web.RequestKey("request_id", str)
 #: set once the response's head is prepared (its status can no longer change)
 RESPONSE_STARTED = web.RequestKey("response_started", bool)

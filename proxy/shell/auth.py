@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from aiohttp import hdrs, web
 from aiohttp.typedefs import Handler, Middleware
@@ -47,11 +47,18 @@ class ClientKeys:
         return matched
 
 
-def auth_middleware(keys: ClientKeys, public: Collection[Handler]) -> Middleware:
-    """Refuse requests without an accepted key, except those routed to a ``public`` handler."""
+def auth_middleware(
+    keys_of: Callable[[web.Request], ClientKeys | None], public: Collection[Handler]
+) -> Middleware:
+    """Refuse requests without an accepted key, except those routed to a ``public`` handler.
+    ``keys_of``: the running configuration's keys (a reload may change them; None: no
+    authentication)."""
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        keys = keys_of(request)
+        if keys is None:
+            return await handler(request)
         if request.match_info.handler not in public and not keys.accepts(
             request.headers.get(hdrs.AUTHORIZATION), request.headers.get(API_KEY)
         ):

@@ -13,9 +13,18 @@ OpenMetrics parser, and merges it:
   kept apart, each sample labelled ``worker="<n>"``, since a sum of them would mislead.
 
 A worker that does not answer within ``PEER_TIMEOUT`` (being restarted, say) is left out of
-that scrape and logged; ``toolcall_proxy_workers_scraped`` says how many were merged. A restarted
-worker starts its counters at zero, so the proxy's totals drop by what it had counted, which
-Prometheus' ``rate()`` reads as a counter reset, as it reads a restarted single process.
+that scrape and logged; ``toolcall_proxy_workers_scraped`` says how many were merged. A worker
+that crashed and was started again counts from zero, so the proxy's totals drop by what it had
+counted, which Prometheus' ``rate()`` reads as a counter reset, as for a restarted process.
+
+A reload replaces every worker (issue 28 item 3), and its totals must not drop then: a worker
+that drains and exits writes its final counts (``<name>.om``, written whole, then renamed into
+place, once its last request ended and before its socket goes), and from then on the merge
+reads that file instead of its socket, so what it counted stays in the totals. Only counters
+and histograms are kept from it (its gauges and per-process series ended with it). The
+supervisor's own counts (``toolcall_proxy_config_reloads_total``) are such a file too. The
+peers are the sockets and files in the runtime directory: a worker's name there is
+``worker-<generation>-<n>``.
 
 OpenMetrics rather than the Prometheus text format between workers because it keeps a counter's
 ``_created`` sample inside its family, where the merge can tell it from a value to add.
@@ -56,30 +65,47 @@ _parse_openmetrics = cast(
 )
 
 
+SOCKET: Final = ".sock"
+FINAL: Final = ".om"
+#: the families a final count keeps (gauges and per-process series end with their process)
+KEPT_FINAL: Final = frozenset({"counter", "histogram"})
+
+
 @dataclass(frozen=True, slots=True)
 class Fleet:
-    """Where this worker stands among its siblings: its number (1..count) and their sockets."""
+    """Where this worker stands among its siblings: its number (1..N, the access log's),
+    its name in the runtime directory (``worker-<generation>-<n>``), and that directory."""
 
     worker: int
-    count: int
+    name: str
     runtime_dir: Path
 
-    def socket_path(self, worker: int) -> Path:
-        return self.runtime_dir / f"worker-{worker}.sock"
+    def socket_path(self, name: str | None = None) -> Path:
+        return self.runtime_dir / f"{name or self.name}{SOCKET}"
+
+    def write_final(self, registry: CollectorRegistry) -> None:
+        """This worker's final counts, for the merge once it is gone (the module's docstring)."""
+        write_whole(self.runtime_dir / f"{self.name}{FINAL}", _generate_openmetrics(registry))
 
     async def handle_metrics(self, request: web.Request) -> web.Response:
         own = _generate_openmetrics(request.app[METRICS].registry).decode()
-        others = [n for n in range(1, self.count + 1) if n != self.worker]
-        fetched = await asyncio.gather(*(self._fetch(n) for n in others))
+        finals = {p.stem: p for p in self.runtime_dir.glob(f"*{FINAL}")}
+        peers = sorted(
+            p.stem
+            for p in self.runtime_dir.glob(f"*{SOCKET}")
+            if p.stem != self.name and p.stem not in finals
+        )
+        fetched = await asyncio.gather(*(self._fetch(name) for name in peers))
         texts = [(self.worker, own)] + [
-            (n, text) for n, text in zip(others, fetched, strict=True) if text is not None
+            (_number(name), text) for name, text in zip(peers, fetched, strict=True) if text
         ]
+        kept = [text for path in finals.values() if (text := _read(path)) is not None]
         registry = CollectorRegistry(auto_describe=False)
-        registry.register(_Merged([*merge(texts), _scraped(len(texts))]))
+        registry.register(_Merged([*merge(texts, kept), _scraped(len(texts))]))
         encode, content_type = choose_encoder(request.headers.get(hdrs.ACCEPT, ""))
         return web.Response(body=encode(registry), headers={hdrs.CONTENT_TYPE: content_type})
 
-    async def _fetch(self, worker: int) -> str | None:
+    async def _fetch(self, worker: str) -> str | None:
         path = self.socket_path(worker)
         try:
             async with (
@@ -92,8 +118,32 @@ class Fleet:
                 resp.raise_for_status()
                 return await resp.text()
         except (ClientError, OSError, TimeoutError) as exc:
-            log.warning("metrics: worker %d did not answer on %s: %r", worker, path, exc)
+            log.warning("metrics: worker %s did not answer on %s: %r", worker, path, exc)
             return None
+
+
+def exposition(registry: CollectorRegistry) -> bytes:
+    """``registry`` in OpenMetrics text, as the workers exchange it."""
+    return _generate_openmetrics(registry)
+
+
+def _number(name: str) -> int:
+    """A worker's number (1..N) from its name, ``worker-<generation>-<n>``."""
+    return int(name.rsplit("-", 1)[1])
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:  # the runtime directory went with the supervisor
+        return None
+
+
+def write_whole(path: Path, data: bytes) -> None:
+    """``data`` at ``path``, whole or not at all for a reader (written aside, renamed)."""
+    aside = path.with_name(path.name + ".tmp")
+    aside.write_bytes(data)
+    aside.replace(path)
 
 
 def private_metrics_app(registry: CollectorRegistry) -> web.Application:
@@ -110,12 +160,21 @@ def private_metrics_app(registry: CollectorRegistry) -> web.Application:
     return app
 
 
-def merge(expositions: Sequence[tuple[int, str]]) -> list[Metric]:
-    """One family per name from each worker's OpenMetrics text (see the module docstring)."""
+def merge(expositions: Sequence[tuple[int, str]], finals: Sequence[str] = ()) -> list[Metric]:
+    """One family per name from each worker's OpenMetrics text, and the counters and
+    histograms of the ``finals`` of workers that exited (see the module docstring)."""
     families: dict[str, Metric] = {}
     series: dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], _Series]] = {}
-    for worker, text in expositions:
-        for family in _parse_openmetrics(text):
+    parsed = [(worker, list(_parse_openmetrics(text))) for worker, text in expositions]
+    for text in finals:
+        kept = [
+            f
+            for f in _parse_openmetrics(text)
+            if f.type in KEPT_FINAL and not f.name.startswith(PER_PROCESS)
+        ]
+        parsed.append((0, kept))
+    for worker, found in parsed:
+        for family in found:
             if family.name not in families:
                 families[family.name] = Metric(
                     family.name, family.documentation, family.type, family.unit

@@ -52,7 +52,7 @@ def check_target(request: web.Request) -> None:
 
 
 async def handle_proxy(request: web.Request) -> web.StreamResponse:
-    state = request.app[STATE]
+    state = request.app[STATE].now  # kept to the end: a reload does not change it
     check_target(request)
     if request.path.startswith(OWN_PREFIX):
         # not one of the proxy's endpoints, and never an upstream's: the prefix is the proxy's

@@ -316,6 +316,20 @@ class Metrics:
             ["upstream", "model", "kind"],
             registry=registry,
         )
+        self.config_reloads = Counter(
+            "toolcall_proxy_config_reloads",
+            "Configuration reloads on SIGHUP, by result: applied, or invalid (the running"
+            " configuration kept).",
+            ["result"],
+            registry=registry,
+        )
+        self.config = Gauge(
+            "toolcall_proxy_config_info",
+            "The configuration a process serves, by its hash (with several workers: how many"
+            " serve it).",
+            ["hash"],
+            registry=registry,
+        )
         self.upstream_errors = Counter(
             "toolcall_proxy_upstream_errors",
             "Upstream failures by kind: unreachable, connect_timeout, first_byte_timeout,"
@@ -357,6 +371,11 @@ class Metrics:
             ["upstream", "reason"],
             registry=registry,
         )
+
+    def config_loaded(self, digest: str) -> None:
+        """The process serves the configuration of this hash now (at start, on a reload)."""
+        self.config.clear()
+        self.config.labels(digest).set(1)
 
     def _child(self, metric: _M, *labels: str) -> _M:
         """``metric.labels(*labels)`` from a dict: ``labels`` validates and takes a lock on each

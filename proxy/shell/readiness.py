@@ -112,7 +112,7 @@ READINESS = web.AppKey("readiness", Readiness)
 
 
 async def handle_ready(request: web.Request) -> web.Response:
-    report = await request.app[READINESS].report(request.app[STATE])
+    report = await request.app[READINESS].report(request.app[STATE].now)
     ready = all(check.ok for check in report.values())
     body = {
         "status": "ready" if ready else "not ready",

@@ -57,7 +57,7 @@ async def probe_replicas(app: web.Application) -> None:
     running: set[asyncio.Task[None]] = set()
     try:
         while True:
-            state = app[STATE]
+            state = app[STATE].now  # the running configuration's, reloads included
             now = loop.time()
             for upstream in state.upstreams.values():
                 interval = upstream.options.health_interval
@@ -87,7 +87,7 @@ async def _probe(app: web.Application, upstream: UpstreamConfig, index: int) -> 
         headers[hdrs.AUTHORIZATION] = upstream.authorization
     timeout = min(PROBE_TIMEOUT_SECONDS, options.health_interval)
     try:
-        async with app[STATE].session.get(
+        async with app[STATE].now.session.get(
             url + options.health_path,
             headers=headers,
             allow_redirects=False,

@@ -284,7 +284,7 @@ def _upstream_headers(
 
 async def handle_models(request: web.Request) -> web.StreamResponse:
     """GET /v1/models: the union of every upstream's list, asked concurrently."""
-    state = request.app[STATE]
+    state = request.app[STATE].now
     upstreams = [state.upstream(u.name) for u in state.router.upstreams]
     results = await asyncio.gather(*(_list_models(request, state, u) for u in upstreams))
     seen: set[object] = set()

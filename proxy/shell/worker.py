@@ -10,6 +10,11 @@ end of file), so a supervisor killed outright leaves no worker serving on its ow
 
 A second signal while draining changes nothing: on Ctrl-C the terminal sends SIGINT to every
 process of the group and the supervisor sends SIGTERM as well.
+
+Once it serves, it writes its pid to the ``ready`` pipe (a reload retires the old workers only
+when the new ones serve); once drained, it writes its final counts for the merge
+(:mod:`proxy.shell.fleet_metrics`) before its metrics socket goes, so that a worker retired by
+a reload leaves the proxy's totals as they were.
 """
 
 from __future__ import annotations
@@ -41,13 +46,14 @@ def run_worker(
     fleet: Fleet,
     lifeline: int,
     new_loop: Callable[[], asyncio.AbstractEventLoop],
+    ready: int | None = None,
 ) -> int:
     """Serve until told to stop (on a loop from ``new_loop``); the exit status."""
     configure_logging(settings.log_level, worker=fleet.worker)
     loop = new_loop()
     asyncio.set_event_loop(loop)
     try:
-        loop.run_until_complete(_serve(settings, sock, fleet, lifeline))
+        loop.run_until_complete(_serve(settings, sock, fleet, lifeline, ready))
     finally:
         _cancel_leftovers(loop)
         loop.run_until_complete(loop.shutdown_asyncgens())
@@ -55,7 +61,9 @@ def run_worker(
     return 0
 
 
-async def _serve(settings: Settings, sock: socket.socket, fleet: Fleet, lifeline: int) -> None:
+async def _serve(
+    settings: Settings, sock: socket.socket, fleet: Fleet, lifeline: int, ready: int | None
+) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -74,15 +82,21 @@ async def _serve(settings: Settings, sock: socket.socket, fleet: Fleet, lifeline
     await private.setup()
     freeze_startup_heap()  # before serving: see heap.py
     try:
-        path = fleet.socket_path(fleet.worker)
+        path = fleet.socket_path()
         path.unlink(missing_ok=True)  # left by this worker's predecessor, if it was killed
         await web.UnixSite(private, str(path)).start()
         await web.SockSite(runner, sock, backlog=LISTEN_BACKLOG).start()
         log.info("serving (pid %d)", os.getpid())
+        if ready is not None:
+            os.write(ready, f"{os.getpid()}\n".encode())
         await stop.wait()
     finally:
         loop.remove_reader(lifeline)
         await runner.cleanup()
+        try:
+            fleet.write_final(app[METRICS].registry)
+        except OSError as exc:  # the runtime directory went with the supervisor
+            log.warning("metrics: could not leave the final counts: %s", exc)
         await private.cleanup()
 
 

@@ -11,6 +11,7 @@ from proxy.core.usage import (
     UsageSeen,
     body_tokens,
     chat_tokens,
+    has_usage_object,
     messages_tokens,
     responses_tokens,
 )
@@ -98,3 +99,12 @@ def test_a_whole_body_is_read_only_when_it_holds_a_usage_object() -> None:
     body = orjson.dumps({"choices": [], "usage": {"prompt_tokens": 2, "completion_tokens": 1}})
     assert body_tokens("chat", body) == Tokens(prompt=2, completion=1)
     assert body_tokens("messages", b'{"usage": {"output_tokens": 4}}') == Tokens(completion=4)
+
+
+def test_usage_objects_are_told_from_null_in_any_spacing() -> None:
+    assert has_usage_object(b'{"usage":{"prompt_tokens":1}}')
+    assert has_usage_object(b'{"usage" :\n {"prompt_tokens":1}}')
+    assert not has_usage_object(b'{"usage":null}')
+    assert not has_usage_object(b'{"usage" : null}')
+    assert has_usage_object(b'{"usage":null,"x_groq":{"usage":{"prompt_tokens":1}}}')
+    assert not has_usage_object(b'{"choices":[]}')

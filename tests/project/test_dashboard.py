@@ -155,5 +155,6 @@ def test_the_dashboard_covers_what_the_issue_asks() -> None:
         "toolcall_proxy_streams_open",
         "sum by (upstream, kind, side) (rate(toolcall_proxy_repairs_total",
         "sum by (model, kind) (rate(toolcall_proxy_tokens_total",
+        "sum by (result) (increase(toolcall_proxy_config_reloads_total",
     ):
         assert needed in queries, needed

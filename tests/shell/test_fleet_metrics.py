@@ -67,3 +67,31 @@ def test_per_process_series_are_kept_apart_with_a_worker_label() -> None:
     info = [dict(labels)["worker"] for name, labels in samples if name == "python_info"]
     assert sorted(info) == ["1", "2"]
     assert ("toolcall_proxy_streams_open", (("upstream", "u"),)) in samples  # summed, unlabelled
+
+
+def test_a_retired_workers_final_counts_stay_but_not_its_gauges_or_process() -> None:
+    """issue 28 item 3: a worker a reload retired leaves its counters and histograms in the
+    totals (so they never go down); its gauges and per-process series ended with it."""
+    live, retired = Metrics(["u"]), Metrics(["u"])
+    live.requests.labels("u", "m", "/v1/models", "200").inc(2)
+    retired.requests.labels("u", "m", "/v1/models", "200").inc(5)
+    retired.headers_added.labels("u").observe(0.01)
+    retired.config_loaded("oldhash")
+    live.config_loaded("newhash")
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Merged(merge([(1, exposition(live))], [exposition(retired)])))
+    text = generate_latest(registry).decode()
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+    labels = (("model", "m"), ("route", "/v1/models"), ("status", "200"), ("upstream", "u"))
+    assert samples["toolcall_proxy_requests_total", labels] == 7
+    assert samples["toolcall_proxy_headers_added_seconds_count", (("upstream", "u"),)] == 1
+    assert samples["toolcall_proxy_config_info", (("hash", "newhash"),)] == 1
+    assert ("toolcall_proxy_config_info", (("hash", "oldhash"),)) not in samples
+    workers = {
+        dict(labels).get("worker") for (name, labels) in samples if name.startswith("process_")
+    }
+    assert workers == {"1"}

@@ -97,7 +97,7 @@ async def test_a_slow_upstream_times_out_and_the_cache_expires(
     upstream: TestServer = await start_upstream(models_app(delay=1.0, seen=seen))
     proxy = await start_proxy(upstream)
     readiness = Readiness(timeout=0.1, cache_seconds=0.0)
-    state = proxy.app[STATE]
+    state = proxy.app[STATE].now
     first = await readiness.report(state)
     assert first["up0"].ok is False
     assert first["up0"].detail == "timed out after 0.1 s"

@@ -3,7 +3,8 @@
 
 * SIGTERM: a stream still open when ``timeouts.shutdown_grace`` is over is cut then (within a
   second), not at twice the grace; its access line says ``end: "shutdown"``.
-* SIGHUP: ignored, with one log line; open streams and the supervisor's runtime folder stay.
+* SIGHUP (issue 28 item 3): the configuration reloaded; open streams finish on the old one,
+  new requests get the new one, the counters go on; an invalid file changes nothing.
 * A port already in use: one line naming it on stderr, exit status 2.
 """
 
@@ -24,11 +25,10 @@ import aiohttp
 import orjson
 import pytest
 
-from proxy.shell.hangup import IGNORED
 from tests.conftest import StartUpstream, upstream_url
 from tests.support.processes import Workers
 from tests.support.streams import read_until_error
-from tests.support.upstreams import FIRST, REST, HeldStream
+from tests.support.upstreams import FIRST, REST, HeldStream, replay_app
 
 ROOT = Path(__file__).parents[2]
 CHAT = "/v1/chat/completions"
@@ -126,31 +126,135 @@ async def test_streams_open_past_the_grace_period_are_cut_when_it_ends(
     assert {e["status"] for e in entries} == {200}
 
 
+OTHER = b'data: {"other": 1}\n\ndata: [DONE]\n\n'
+
+
+def _config(proxy: Proxy, text: str) -> None:
+    """The proxy's config file, rewritten (what an operator does before ``kill -HUP``), with
+    the grace it started with."""
+    (proxy.tmp.parent / "proxy.toml").write_text(text + "[timeouts]\nshutdown_grace = 20\n")
+
+
+async def _metrics(session: aiohttp.ClientSession, url: str) -> dict[tuple[str, str], float]:
+    """(name, labels as text) -> value, from one scrape."""
+    async with session.get(url + "/-/metrics") as resp:
+        text = await resp.text()
+    found = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name_labels, _, number = line.rpartition(" ")
+            name, _, labels = name_labels.partition("{")
+            found[(name, labels.rstrip("}"))] = float(number)
+    return found
+
+
+def _requests(metrics: dict[tuple[str, str], float]) -> float:
+    return sum(v for (name, _), v in metrics.items() if name == "toolcall_proxy_requests_total")
+
+
+# issue 28 item 3: SIGHUP reloads the configuration (it was ignored, with one line, before)
 @pytest.mark.parametrize("workers", [1, 2])
-async def test_sighup_is_ignored_with_one_log_line(
+async def test_sighup_reloads_without_cutting_a_stream(
     workers: int, run_proxy: Any, start_upstream: StartUpstream
 ) -> None:
     held = HeldStream()
-    proxy = await run_proxy(upstream_url(await start_upstream(held.app())), workers=workers)
-    [runtime] = list(proxy.tmp.iterdir()) if workers > 1 else [None]
+    first = upstream_url(await start_upstream(held.app()))
+    other = upstream_url(await start_upstream(replay_app(OTHER)))
+    proxy = await run_proxy(first, workers=workers)
     connector = aiohttp.TCPConnector(force_close=True, limit=0)
     async with aiohttp.ClientSession(connector=connector) as session:
-        streams = await open_streams(session, proxy.url, 2)
+        streams = await open_streams(session, proxy.url, 8)
+        before = await _metrics(session, proxy.url)
+        # the one upstream now at the other address; a listening address that needs a restart
+        _config(proxy, f'host = "127.0.0.2"\n[[upstreams]]\nname = "u"\nurl = "{other}"\n')
         proxy.signal(signal.SIGHUP)
-        await proxy.wait_for(re.escape(IGNORED))
-        # still serving, new requests and the open streams alike
-        async with session.get(proxy.url + "/-/health") as resp:
-            assert resp.status == 200
+        done = "reload: configuration applied" if workers == 1 else "workers serve the new"
+        await proxy.wait_for(done)
+        assert "reload: host changed; ignored until the proxy restarts" in proxy.text()
+        # new requests: the new configuration at once (the old one would hold it)
+        async with (
+            asyncio.timeout(10),
+            session.post(proxy.url + CHAT, json={"model": "m", "stream": True}) as resp,
+        ):
+            assert await resp.read() == OTHER
+        # the streams in flight: the old one, to their end, not a byte lost (their first
+        # event was read before the reload)
         held.release.set()
         for resp in streams:
             assert await read_until_error(resp) == (REST, None)
+        if workers > 1:
+            await proxy.wait_for("worker \\d of the previous configuration exited with status 0", 2)
+        after = await _metrics(session, proxy.url)
     assert proxy.process.returncode is None
-    assert proxy.text().count(IGNORED) == 1
-    if runtime is not None:
-        assert runtime.is_dir()
+    # the counters went on from where they were: the old workers' counts kept
+    assert _requests(after) == _requests(before) + len(streams) + 1
+    assert after[("toolcall_proxy_config_reloads_total", 'result="applied"')] == 1
+    [old] = [k for (n, k) in before if n == "toolcall_proxy_config_info"]
+    [new] = [k for (n, k) in after if n == "toolcall_proxy_config_info"]
+    assert old != new
+    assert after[("toolcall_proxy_config_info", new)] == workers
+    entries = proxy.access()
+    assert [e["end"] for e in entries] == ["complete"] * (len(streams) + 1)
     proxy.signal(signal.SIGTERM)
     assert await proxy.exit_status() == 0
     assert list(proxy.tmp.iterdir()) == []  # the supervisor removed its runtime folder
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_an_invalid_reload_changes_nothing_and_says_which_key(
+    workers: int, run_proxy: Any, start_upstream: StartUpstream
+) -> None:
+    held = HeldStream()
+    held.release.set()
+    proxy = await run_proxy(upstream_url(await start_upstream(held.app())), workers=workers)
+    started = proxy.text().count("started (pid")
+    _config(proxy, '[[upstreams]]\nname = "u"\nurl = "localhost:8080"\n')
+    proxy.signal(signal.SIGHUP)
+    [line] = await proxy.wait_for(r"reload: config error: .*")
+    assert "upstreams[0].url: must be an http(s) URL with a host" in line
+    assert line.endswith("keeping the running configuration")
+    connector = aiohttp.TCPConnector(force_close=True, limit=0)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        async with session.post(proxy.url + CHAT, json={"model": "m", "stream": True}) as resp:
+            assert await resp.read() == FIRST + REST  # the running configuration's upstream
+        metrics = await _metrics(session, proxy.url)
+    assert metrics[("toolcall_proxy_config_reloads_total", 'result="invalid"')] == 1
+    assert ("toolcall_proxy_config_reloads_total", 'result="applied"') not in metrics
+    assert proxy.text().count("started (pid") == started  # no worker replaced
+    assert proxy.text().count("reload: config error") == 1
+    proxy.signal(signal.SIGTERM)
+    assert await proxy.exit_status() == 0
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_inbound_keys_rotate_on_reload(
+    workers: int, run_proxy: Any, start_upstream: StartUpstream, tmp_path: Path
+) -> None:
+    held = HeldStream()
+    held.release.set()
+    url = upstream_url(await start_upstream(held.app()))
+    proxy = await run_proxy(url, workers=workers)
+    keys = tmp_path / "keys"
+    keys.write_text("old-key\n")
+    config = f'[auth]\napi_keys_file = "{keys}"\n[[upstreams]]\nname = "u"\nurl = "{url}"\n'
+    _config(proxy, config)
+    proxy.signal(signal.SIGHUP)  # authentication turned on
+    await proxy.wait_for("reload: configuration applied|workers serve the new")
+    keys.write_text("new-key\n")
+    proxy.signal(signal.SIGHUP)  # the same file, read again
+    await proxy.wait_for("reload: configuration applied|workers serve the new", 2)
+    if workers > 1:
+        await proxy.wait_for("of the previous configuration exited", 4)
+    connector = aiohttp.TCPConnector(force_close=True, limit=0)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        for key, status in (("old-key", 401), ("new-key", 200)):
+            headers = {"Authorization": f"Bearer {key}"}
+            body = {"model": "m", "stream": True}
+            async with session.post(proxy.url + CHAT, json=body, headers=headers) as resp:
+                assert resp.status == status
+                await resp.read()
+    proxy.signal(signal.SIGTERM)
+    assert await proxy.exit_status() == 0
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -80,7 +80,7 @@ from proxy.core.protocols.chat.sent import (
 from proxy.core.protocols.chat.tooldelta import read_choices
 from proxy.core.repairs import Repair
 from proxy.core.sse import DONE, Event, RawBytes, encode_event, plain_data
-from proxy.core.usage import UsageSeen, chat_tokens
+from proxy.core.usage import USAGE, UsageSeen, chat_tokens
 
 __all__ = [
     "RequestInfo",
@@ -216,7 +216,8 @@ class StreamNormalizer:
             return data
         else:
             return None
-        self.usage.passed_read(data)
+        if USAGE in data:
+            self.usage.passed_read(data)
         self._data_seen = True
         if self._over_cap():
             return [one, *self._give_up()]
@@ -249,7 +250,8 @@ class StreamNormalizer:
             return self._done_event(item)
         self._data_seen = True
         if self._raw:
-            self.usage.passed(data)
+            if USAGE in data:
+                self.usage.passed(data)
             return self._send([item])
         if self._ctx.finishes_held:  # what follows decides a finish: parsed, whatever it is
             return self._chunk(item, data)
@@ -264,7 +266,8 @@ class StreamNormalizer:
             and self._interesting.search(data) is None
             and not envelope_unsure(data)
         ):
-            self.usage.passed(data)
+            if USAGE in data:
+                self.usage.passed(data)
             return self._send([item])
         return self._chunk(item, data)
 
