@@ -72,13 +72,30 @@ def supervise(
     if not hasattr(os, "fork"):
         raise ConfigError("workers: more than one worker needs os.fork (Linux, macOS, BSD)")
     sock = listening_socket(settings.host, settings.port)
-    runtime_dir = Path(tempfile.mkdtemp(prefix="toolcall-proxy-"))  # mode 0700
+    runtime_dir = runtime_directory()
     try:
         loader = reload if reload is not None else lambda: settings
         return Supervisor(settings, sock, runtime_dir, new_loop, loader).run()
     finally:
         sock.close()
         shutil.rmtree(runtime_dir, ignore_errors=True)
+
+
+#: a unix socket's path must fit ``sun_path`` (108 bytes on Linux, 104 on the BSDs and macOS,
+#: with its NUL); room is kept for the longest name a worker's socket takes after many reloads
+SOCKET_PATH_MAX: Final = 103
+SOCKET_NAME_ROOM: Final = len("/worker-999999-999.sock")
+
+
+def runtime_directory() -> Path:
+    """The workers' private directory (mode 0700), in ``TMPDIR`` when its sockets' paths fit
+    there, else in the system's /tmp: a deep ``TMPDIR`` (a CI runner's, a test's) would
+    otherwise stop every worker at start with ``AF_UNIX path too long``."""
+    made = Path(tempfile.mkdtemp(prefix="toolcall-proxy-"))
+    if len(os.fsencode(made)) + SOCKET_NAME_ROOM <= SOCKET_PATH_MAX:
+        return made
+    made.rmdir()
+    return Path(tempfile.mkdtemp(prefix="toolcall-proxy-", dir="/tmp"))
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
