@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from proxy.core.arguments.check import Mismatch
 from proxy.core.arguments.schemas import SchemaCache
 from proxy.core.arguments.tools import RequestTools
-from tests.core.arguments.tools import every_tool, fitting
+from tests.core.arguments.tools import arguments_texts, every_tool, fitting
 
 TOOLS = every_tool()
 IDS = [f"{agent}/{tool['function']['name']}" for agent, _, tool in TOOLS]
@@ -23,17 +23,6 @@ FLAGS = {"heal": True, "coerce": True}
 PROPERTY = settings(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.filter_too_much]
 )
-
-
-def arguments_texts(value: Any) -> st.SearchStrategy[str]:
-    """The value as a server may write it: compact, spaced, indented, keys in their order."""
-    return st.sampled_from(
-        [
-            orjson.dumps(value).decode(),
-            orjson.dumps(value, option=orjson.OPT_INDENT_2).decode(),
-            orjson.dumps(value).decode().replace(",", ", ").replace(":", ": "),
-        ]
-    )
 
 
 @pytest.mark.parametrize(("agent", "tools", "tool"), TOOLS, ids=IDS)

@@ -16,8 +16,7 @@ from hypothesis import strategies as st
 
 from proxy.core.options import RequestInfo, UpstreamOptions
 from proxy.core.repairs import Repair
-from tests.core.arguments.test_properties import arguments_texts
-from tests.core.arguments.tools import agent_tools, fitting
+from tests.core.arguments.tools import agent_tools, arguments_texts, fitting
 from tests.core.protocols.messages import streams as m_streams
 from tests.core.protocols.messages.native_helpers import repair as m_repair
 from tests.support.normalizer import run

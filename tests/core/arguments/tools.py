@@ -64,3 +64,14 @@ def fitting(schema: Any, depth: int = 0) -> st.SearchStrategy[Any]:
         high = int(bounds["maximum"])
         return st.integers(low + 1, high)
     return _SCALARS.get(types, st.none())
+
+
+def arguments_texts(value: Any) -> st.SearchStrategy[str]:
+    """The value as a server may write it: compact, spaced, indented, keys in their order."""
+    return st.sampled_from(
+        [
+            orjson.dumps(value).decode(),
+            orjson.dumps(value, option=orjson.OPT_INDENT_2).decode(),
+            orjson.dumps(value).decode().replace(",", ", ").replace(":", ": "),
+        ]
+    )
