@@ -145,8 +145,8 @@ async def test_every_query_names_exported_metrics_with_their_labels(
 
 
 def test_the_dashboard_covers_what_the_issue_asks() -> None:
-    """Requests and status by upstream, TTFB and duration quantiles, streams open, repairs by
-    kind, tokens by model, reloads (replica panels: once the replica metrics exist)."""
+    """Requests and status by upstream and replica, TTFB and duration quantiles, streams open,
+    repairs by kind, tokens by model, ejections, reloads."""
     queries = "\n".join(_queries(json.loads(DASHBOARD.read_text())))
     for needed in (
         "sum by (upstream, status) (rate(toolcall_proxy_requests_total",
@@ -156,5 +156,10 @@ def test_the_dashboard_covers_what_the_issue_asks() -> None:
         "sum by (upstream, kind, side) (rate(toolcall_proxy_repairs_total",
         "sum by (model, kind) (rate(toolcall_proxy_tokens_total",
         "sum by (result) (increase(toolcall_proxy_config_reloads_total",
+        "sum by (upstream, replica) (rate(toolcall_proxy_replica_requests_total",
+        "sum by (upstream, replica) (toolcall_proxy_replica_in_flight",
+        "sum by (upstream, replica, kind) (rate(toolcall_proxy_replica_failures_total",
+        "sum by (upstream, replica) (increase(toolcall_proxy_replica_ejections_total",
+        "sum by (upstream, reason) (increase(toolcall_proxy_retries_total",
     ):
         assert needed in queries, needed
