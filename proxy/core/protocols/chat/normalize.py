@@ -198,7 +198,8 @@ class StreamNormalizer:
         one: bytes | SaidRead | MarkupArgs
         # the markup path is asked first: its chunks would fail the others' checks anyway
         if self._raw:  # nothing is counted against the cap any more
-            self.usage.passed_read(data)
+            if USAGE in data:
+                self.usage.passed_read(data)
             self._data_seen = True
             return data
         if (
@@ -211,7 +212,8 @@ class StreamNormalizer:
             one = said
         elif self._interesting.search(data) is None and envelopes_sure(data, events):
             # nothing of it is held or kept: the cap, not reached before it, is not now
-            self.usage.passed_read(data)
+            if USAGE in data:
+                self.usage.passed_read(data)
             self._data_seen = True
             return data
         else:
