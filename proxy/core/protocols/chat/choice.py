@@ -247,6 +247,9 @@ class ChoiceNormalizer:
             return
         name, arguments = found
         calls = self._calls
+        # the wrapper and the end-of-sequence token go: the upstream's text is reported, as
+        # every argument text the proxy does not send as it came is
+        calls.tally.dropped.append(call.text())
         calls.forget(call)
         calls.keep(call, arguments)
         call.name = name
