@@ -9,7 +9,8 @@ invalid, the running configuration stays and one line names the key
   (proxy/shell/app.py ``build_routes``: the upstreams and the router, the inbound keys read again)
   and puts it in place at once; a request keeps the state it started with to its end
   (proxy/shell/app_state.py), so the streams in flight finish on the old configuration.
-  An upstream whose limit is unchanged keeps its count of requests in flight, and one whose
+  An upstream whose replicas and their rules are unchanged keeps its pool (their health and
+  requests in flight, which ``max_concurrent_requests`` counts), and one whose
   address and template setting are unchanged keeps what its template was read to need.
 * with workers the supervisor (proxy/shell/supervisor.py) starts new workers with the new
   settings on the same socket and, once they serve, drains the old ones as SIGTERM does.
