@@ -22,7 +22,7 @@ from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.chat import sent
 from proxy.core.protocols.chat.decode import ChatDecoder
 from proxy.core.protocols.chat.normalize import RequestInfo, StreamNormalizer
-from proxy.core.protocols.chat.sent import MarkupArgs, Own, Released
+from proxy.core.protocols.chat.sent import Own, Released
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
 from proxy.core.sse import Event, SSEDecoder
 from tests.support.normalizer import bytewise, counting_ids, cut, eventwise, random_cuts
@@ -150,9 +150,8 @@ def never_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
     def rendered(*args: object, **kwargs: object) -> None:
         raise AssertionError("a chat chunk was rendered for the bridge")
 
-    for value in (Own, Released, MarkupArgs):
+    for value in (Own, Released):
         monkeypatch.setattr(value, "chat", rendered)
-    monkeypatch.setattr(Own, "args_chat", rendered)
     monkeypatch.setattr(sent, "render_own", rendered)
     monkeypatch.setattr(sent, "render_released", rendered)
 

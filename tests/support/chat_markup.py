@@ -56,6 +56,10 @@ class FailingHermes:
         return self._real.close()
 
     @property
+    def holding(self) -> bool:
+        return self._real.holding
+
+    @property
     def held(self) -> int:
         return self._real.held
 

@@ -202,8 +202,8 @@ FALLBACK_OPENING: Final = {
 
 def streams_args(table: Table, state: CallState) -> bool:
     """Whether an argument fragment of a call in ``state`` goes out as it came: the table
-    keeps the state on ARGS and sends the text (SEND_ARGS). The hot paths take a fragment,
-    or markup arguments, only for such a call."""
+    keeps the state on ARGS and sends the text (SEND_ARGS). The hot path takes a fragment
+    only for such a call."""
     return transition(table, state, CallInput.ARGS) == (state, Action.SEND_ARGS)
 
 

@@ -67,13 +67,11 @@ class Extractor(Protocol):
         the caller may skip it (the hot path). False is always a safe answer."""
         ...
 
-    def args_run(self, text: str) -> bool:
-        """Whether ``feed(text)`` would return ``[CallArgs(text)]``: ``text`` only continues
-        the open call's arguments (a run of ordinary characters in a JSON string). If so the
-        extractor has taken it as ``feed`` would, and the caller goes on as if it had fed it
-        (the hot path of a call streamed out of markup). False is always a safe answer and
-        changes nothing; the markup extractor always says False, since it holds a call
-        until its markup is complete (issue 24 item 4)."""
+    @property
+    def holding(self) -> bool:
+        """Whether the extractor is inside a call's markup, which it holds until the markup
+        is complete (issue 24 item 4): text fed then usually gives no segment. A hint for
+        the hot path that feeds such text (chat/fast.py); False is always a safe answer."""
         ...
 
     @property

@@ -68,10 +68,11 @@ class MarkupExtractor:
             and (self._scanner is None or self._scanner.clear(text))
         )
 
-    def args_run(self, text: str) -> bool:
-        """Never: a call's segments are held until its markup is complete (issue 24 item 4,
-        proxy/core/markup/block.py), so no piece of text comes back as only its arguments."""
-        return False
+    @property
+    def holding(self) -> bool:
+        """Inside a block of markup: a call's segments are held until its markup is complete
+        (issue 24 item 4, proxy/core/markup/block.py), so text fed now mostly gives nothing."""
+        return self._block is not None
 
     def close(self) -> list[Segment]:
         return self._run("", final=True)

@@ -6,11 +6,10 @@ property test holds the output with it on to the output with it off, byte for by
 
 **Hot paths of a choice.**
 
-Three shapes make up most of a long stream: a canonical argument fragment of an open call, a
-plain content delta in which no markup can start, and content that only continues the
-arguments of a call open in the markup. For each, a check says whether ``process`` would
-send the delta unchanged (or, for markup arguments, as one argument delta) and change
-nothing but the bookkeeping done here. Whether a call's arguments go out as they come is the
+Two shapes make up most of a long stream: a canonical argument fragment of an open call and
+a plain content delta in which no markup can start. For each, a check says whether
+``process`` would send the delta unchanged and change nothing but the bookkeeping done
+here. Whether a call's arguments go out as they come is the
 state table's answer (``CallRecord.streams``, kept by calls/driver.py from ``streams_args``),
 not this module's; plain text is no input of any call.
 
@@ -20,8 +19,9 @@ not this module's; plain text is no input of any call.
 **Repeated shapes.** A chunk whose bytes repeat those of the latest chunk that went out as it
 came (a text or argument delta that needed nothing) around a new string is that chunk with
 another text: it is judged by the text alone, without parsing (chat/chunkshape.py,
-:class:`ShapeRepeat`). Likewise a chunk repeating one whose markup arguments became a
-tool-call delta becomes that delta around the new text (:class:`MarkupRepeat`).
+:class:`ShapeRepeat`). Likewise a chunk repeating one of content that sent nothing because
+the markup holds a call is fed to the extractor without parsing, and sends nothing while
+nothing comes out (:class:`HeldRepeat`).
 """
 
 from __future__ import annotations
@@ -31,17 +31,16 @@ from dataclasses import dataclass
 from proxy.core.calls.driver import Calls
 from proxy.core.calls.jsontext import complete_json
 from proxy.core.jsonvalues import INVALID, JSONObject
-from proxy.core.markup.base import CallArgs
 from proxy.core.protocols.chat.call_matching import CallMatching
 from proxy.core.protocols.chat.call_pieces import CallPieces
 from proxy.core.protocols.chat.chunkshape import ChunkShape
 from proxy.core.protocols.chat.deltas import Extras
 from proxy.core.protocols.chat.markup_bridge import MarkupBridge
-from proxy.core.protocols.chat.pieces import Call, Piece, Sink, Source
-from proxy.core.protocols.chat.sent import MarkupArgs, Own, Said, SaidRead
+from proxy.core.protocols.chat.pieces import Call, Sink, Source
+from proxy.core.protocols.chat.sent import Said, SaidRead
 from proxy.core.sse import Event, plain_data, plain_datas
 
-# Said, SaidRead and MarkupArgs are tuples made once an event or a read: tuple.__new__ makes
+# Said and SaidRead are tuples made once an event or a read: tuple.__new__ makes
 # one without the Python call their constructor and ``_make`` cost
 _new = tuple.__new__
 
@@ -81,7 +80,7 @@ class HotPaths:
         """The hot path: a canonical argument fragment of a call already open under the same
         index goes out as it came, with only the bookkeeping ``process`` would do. False when
         the chunk is anything else; ``process`` then handles it."""
-        entries = _sole_field(choice, "tool_calls")
+        entries = sole_field(choice, "tool_calls")
         if type(entries) is not list or len(entries) != 1:
             return False
         entry = entries[0]
@@ -127,11 +126,16 @@ class HotPaths:
         self._matching.last = call
         self._keep(call, text)
 
+    @property
+    def markup(self) -> MarkupBridge:
+        """The markup in the choice's text (for :class:`HeldRepeat`)."""
+        return self._markup
+
     def take_plain_text(self, choice: JSONObject, source: Source) -> bool:
         """The hot path of a stream that offered tools: a delta of nothing but ``content``, in
         which no markup can start, goes out as it came. ``process`` would give the text back
         unchanged and change no state but the latest chunk; False sends it there instead."""
-        text = _sole_field(choice, "content")
+        text = sole_field(choice, "content")
         if type(text) is not str or not self.text_passes(text):
             return False
         pieces = self._pieces
@@ -147,49 +151,8 @@ class HotPaths:
         extractor = markup.extractors.get("content")
         return extractor is not None and extractor.passes(text)
 
-    def take_markup_args(self, choice: JSONObject, source: Source) -> list[Piece] | None:
-        """The hot path of a call streamed out of markup: a delta of nothing but ``content``
-        that only continues the open call's arguments (``Extractor.args_run``). Its pieces,
-        as ``process`` would give them with the same bookkeeping, without feeding the
-        extractor; None when the chunk is anything else (``process`` then handles it).
 
-        As for a canonical fragment, the state table answers whether the call's arguments go
-        out as they come (``Call.streams``)."""
-        text = _sole_field(choice, "content")
-        call = self._markup.markup_call
-        if type(text) is not str or call is None or not self.keep_markup_args(call, text):
-            return None
-        pieces = self._pieces
-        pieces.source, pieces.choice = source, choice
-        return [pieces.args_piece(call, text, source, choice)]
-
-    @property
-    def markup_call(self) -> Call | None:
-        """The call that markup in the content has open, if any."""
-        return self._markup.markup_call
-
-    def keep_markup_args(self, call: Call, text: str) -> bool:
-        """The rest of ``take_markup_args`` once the chunk's shape is known to be right:
-        whether content ``text`` only continues the arguments of ``call``, the open call of
-        the markup, and if so the text kept with its bookkeeping (else nothing changes).
-        Called directly for chunks that repeat the bytes of one that took the hot path for
-        the same call, whose output is then the same around the text (chat/normalize.py)."""
-        markup = self._markup
-        extractor = markup.extractors.get("content")
-        if (
-            call is not markup.open_calls.get("content")
-            or not call.streams
-            or extractor is None
-            or not markup.extracting
-            or not extractor.args_run(text)
-        ):
-            return False
-        markup.account("content", text, [CallArgs(text)])
-        self._keep(call, text)
-        return True
-
-
-def _sole_field(choice: JSONObject, key: str) -> object:
+def sole_field(choice: JSONObject, key: str) -> object:
     """The delta's ``key`` when it is the delta's only field and the choice does not finish
     (the shape every hot path starts from); else None."""
     delta = choice.get("delta")
@@ -287,32 +250,30 @@ def _said(chunk: JSONObject) -> JSONObject | None:
 
 
 @dataclass(frozen=True, slots=True)
-class MarkupRepeat:
-    """A chunk that took the markup-arguments hot path, as the shape later chunks repeat and
-    the shape of the chunk sent for it: a chunk of the same shape around another content text
-    that the hot path takes is sent as that chunk around the text, without parsing either
-    (``ShapeRepeat`` does the same for chunks that go out as they came)."""
+class HeldRepeat:
+    """A chunk of nothing but content that sent nothing because the content's markup holds
+    a call (issue 24 item 4: a call written as markup goes out whole at its end), as the
+    shape later chunks repeat: a chunk of the same shape around another text is fed to the
+    extractor without parsing it, and sends nothing as long as nothing comes out."""
 
     shape: ChunkShape
-    sent: Own  #: the chunk sent for the first text (its pieces; chat/sent.py)
-    hot: HotPaths
-    call: Call  # the sent chunk carries its index
+    markup: MarkupBridge  # the markup of the choice the chunk belongs to
 
     @classmethod
     def of(
-        cls, event: Event, data: bytes, text: str, sent: Own, hot: HotPaths
-    ) -> MarkupRepeat | None:
-        call = hot.markup_call
-        if event.event is not None or call is None:
+        cls, event: Event, data: bytes, chunk: JSONObject, text: str, markup: MarkupBridge
+    ) -> HeldRepeat | None:
+        if event.event is not None or _said(chunk) is None or "usage" in chunk:
             return None
         shape = ChunkShape.around(data, b"content", text)
-        return None if shape is None else cls(shape, sent, hot, call)
+        return None if shape is None else cls(shape, markup)
 
-    def take(self, data: bytes, texts: bool = True) -> bytes | MarkupArgs | None:
-        """The event to send for ``data`` when it repeats the shape with a text the hot path
-        takes for the same call (which then does its bookkeeping); else None. ``texts``: as
-        a ``MarkupArgs``, what the bridge reads; else its chat bytes alone."""
+    def take(self, data: bytes) -> bool | None:
+        """Whether the chunk of ``data`` sent nothing (True), or was fed and must now be
+        parsed and processed (False: ``process`` takes what came out of the extractor); None
+        when it is not this shape around a text fed to a held call (nothing changed)."""
+        markup = self.markup
+        if markup.fed_ahead:
+            return False
         text = self.shape.text(data)
-        if text is None or not self.hot.keep_markup_args(self.call, text):
-            return None
-        return _new(MarkupArgs, (self.sent, text)) if texts else self.sent.args_chat(text)
+        return None if text is None else markup.feed_held(text)

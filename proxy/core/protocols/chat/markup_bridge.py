@@ -44,6 +44,7 @@ class MarkupBridge:
         "_broken",
         "_calls",
         "_ctx",
+        "_fed",
         "_held_since",
         "_held_text",
         "_input",
@@ -70,11 +71,67 @@ class MarkupBridge:
         self._held_since = 0  # the calls there were when the content's held text began
         self._think = LeadingThink() if ctx.think_in_content else None
         self.extracting = bool(ctx.extract) or self._think is not None
+        #: content fed ahead by the hot path (``feed_held``) and what came of it, which
+        #: the chunk's ``extract_text`` takes instead of feeding the text again
+        self._fed: tuple[str, list[Segment] | DialectError] | None = None
 
     @property
     def markup_call(self) -> Call | None:
         """The call that markup in the content has open, if any."""
         return self.open_calls.get("content")
+
+    @property
+    def holding(self) -> bool:
+        """The content's extractor is inside a call's markup, which it holds until complete."""
+        extractor = self.extractors.get("content")
+        return extractor is not None and self.extracting and extractor.holding
+
+    @property
+    def fed_ahead(self) -> bool:
+        """The hot path fed the content of the chunk now being parsed (``feed_held``)."""
+        return self._fed is not None
+
+    def feed_held(self, text: str) -> bool | None:
+        """The hot path of a call held in the content's markup (issue 24 item 4): content
+        ``text`` of a chunk that carries nothing else, fed to the extractor while it holds a
+        call. True: nothing came out, and the text is accounted as ``extract_text`` would
+        (the chunk sends nothing). False: something came out; it is kept for the chunk's
+        ``extract_text``, and the chunk must be parsed and processed next. None: the text
+        was not fed (no call held, or the leading <think> still looked for)."""
+        extractor = self.extractors.get("content")
+        if (
+            extractor is None
+            or not text
+            or not self.extracting
+            or self._think is not None
+            or not extractor.holding
+        ):
+            return None
+        try:
+            segments = extractor.feed(text)
+        except DialectError as error:
+            self._fed = (text, error)
+            return False
+        if segments:
+            self._fed = (text, segments)
+            return False
+        self.account("content", text, segments)
+        self._count_broken()
+        return True
+
+    def _feed(self, key: str, text: str) -> list[Segment]:
+        """What the extractor of ``key`` gives for ``text``: fed now, or fed ahead by the hot
+        path (``feed_held``)."""
+        fed = self._fed
+        if fed is not None and key == "content":
+            self._fed = None
+            assert fed[0] == text  # the chunk the hot path fed is the one parsed next
+            if isinstance(fed[1], DialectError):
+                raise fed[1]
+            return fed[1]
+        extractor = self.extractors[key]
+        assert extractor is not None
+        return extractor.feed(text)
 
     def extract_text(self, head: JSONObject, sink: Sink) -> None:
         """Take the calls out of the text fields of ``head`` (a delta without its calls)."""
@@ -89,7 +146,7 @@ class MarkupBridge:
                 continue
             del head[key]
             try:
-                segments = extractor.feed(text)
+                segments = self._feed(key, text)
             except DialectError:
                 self._dialect_failed(key, text, sink)
                 continue

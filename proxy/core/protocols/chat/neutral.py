@@ -21,7 +21,6 @@ from proxy.core.protocols.chat.decode import ChatDecoder, started_event
 from proxy.core.protocols.chat.deltas import ArgsDelta, FieldsDelta, KeptDelta, OpeningDelta
 from proxy.core.protocols.chat.pieces import Piece
 from proxy.core.protocols.chat.sent import (
-    MarkupArgs,
     Own,
     Passed,
     Released,
@@ -61,8 +60,6 @@ class NeutralWriter(ChatDecoder):
                 else:
                     for text in item.texts:
                         self._said(item.chunk, item.key, text, out)
-            elif isinstance(item, MarkupArgs):
-                self._own(item.chunk.with_args(item.text), out)
             elif isinstance(item, Passed):
                 if item.chunk is not None:
                     out += self.feed_chunk(item.chunk)

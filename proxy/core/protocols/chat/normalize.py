@@ -18,9 +18,10 @@ chat/fast.py's, all off with ``fast=False``):
 * A chunk whose bytes repeat those of the latest chunk that went out as it came (a text or
   argument delta that needed nothing) around a new string is that chunk with another text:
   it is judged by the text alone, without parsing (chat/chunkshape.py). Likewise a chunk
-  repeating one whose markup arguments became a tool-call delta becomes that delta around
-  the new text. A read of several such events is judged all at once (``feed_read``, driven
-  by chat/sse_stream.py), but for markup arguments, which are judged one event at a time.
+  repeating one of content that sent nothing while the markup held a call (issue 24 item 4)
+  is fed to the extractor without parsing, and sends nothing while nothing comes out. A read
+  of several such events is judged all at once (``feed_read``, driven by
+  chat/sse_stream.py), but for held markup, which is judged one event at a time.
 * The envelope of every chunk with ``choices`` is repaired first (``object``, a missing
   ``delta``); the repaired chunk then stands for the upstream's, its bytes included.
 * What is not understood (non-JSON data, unknown shapes, comments, RawBytes) goes out raw.
@@ -63,12 +64,10 @@ from proxy.core.protocols.chat.choice import ChoiceNormalizer
 from proxy.core.protocols.chat.chunks import envelope_unsure, envelopes_sure, interest_pattern
 from proxy.core.protocols.chat.completion import normalize_completion
 from proxy.core.protocols.chat.early_finish import FinishHold
-from proxy.core.protocols.chat.fast import MarkupRepeat, ShapeRepeat
+from proxy.core.protocols.chat.fast import HeldRepeat, ShapeRepeat, sole_field
 from proxy.core.protocols.chat.pieces import Piece, Sink, Slot, Source, StreamContext
 from proxy.core.protocols.chat.reasoning import other_field
 from proxy.core.protocols.chat.sent import (
-    MarkupArgs,
-    Own,
     Passed,
     ReadSent,
     Released,
@@ -157,7 +156,7 @@ class StreamNormalizer:
         self._error_seen = False
         self._closed = False
         self._repeat: ShapeRepeat | None = None  # the latest chunk that took a hot path
-        self._markup: MarkupRepeat | None = None  # the latest that took the markup one
+        self._held: HeldRepeat | None = None  # the latest that sent nothing, a call held
         # openai-node's finalChatCompletion() throws without a role on a choice's first delta.
         # Given only where the proxy rewrites (the request offered tools): a stream without
         # tools goes out as it came. Until a first delta that carries anything was parsed,
@@ -184,31 +183,32 @@ class StreamNormalizer:
 
         The judgement is ``feed``'s per event, made over the whole read: byte checks each true
         of the whole only if true of every event, or chunks repeating the shape of one that
-        took a hot path (one event at a time for markup arguments, whose extractor moves on
+        took a hot path (one event at a time for held markup, whose extractor moves on
         with each). The caller does not feed the read after this. A fast path: asked only
         with ``fast`` on (chat/sse_stream.py).
 
         A read that is one value comes back as that value, in no list: the read itself when
         it goes out as it came. ``texts``: a read of repeats comes back as the value that
-        carries its texts (``SaidRead``, ``MarkupArgs``: what the bridge reads); off (a chat
+        carries its texts (``SaidRead``: what the bridge reads); off (a chat
         client's stream, which writes bytes), as its chat bytes, so that the usual read makes
         no value at all."""
         if self._queue or self._roles_due or b"[DONE]" in data or self._ctx.finishes_held:
             return None
-        one: bytes | SaidRead | MarkupArgs
-        # the markup path is asked first: its chunks would fail the others' checks anyway
+        one: bytes | SaidRead
         if self._raw:  # nothing is counted against the cap any more
             if USAGE in data:
                 self.usage.passed_read(data)
             self._data_seen = True
             return data
-        if (
-            events == 1
-            and self._markup is not None
-            and (sent := self._markup.take(plain_data(data), texts)) is not None
-        ):
-            one = sent
-        elif self._repeat is not None and (said := self._repeat.take_read(data, events, texts)):
+        # the held markup is asked first: its chunks would fail the others' checks anyway
+        if events == 1 and self._held is not None:
+            held = self._held.take(plain_data(data))
+            if held is not None:
+                if not held:
+                    return None  # fed ahead: parsed and processed as the event is fed
+                self._data_seen = True
+                return self._give_up() if self._over_cap() else []
+        if self._repeat is not None and (said := self._repeat.take_read(data, events, texts)):
             one = said
         elif self._interesting.search(data) is None and envelopes_sure(data, events):
             # nothing of it is held or kept: the cap, not reached before it, is not now
@@ -258,8 +258,10 @@ class StreamNormalizer:
         if self._ctx.finishes_held:  # what follows decides a finish: parsed, whatever it is
             return self._chunk(item, data)
         if item.event is None:  # the chunk shapes of the hot paths are those of plain events
-            if self._markup is not None and (args := self._markup.take(data)) is not None:
-                return self._send([args])
+            if self._held is not None and not self._queue and not self._roles_due:
+                held = self._held.take(data)
+                if held is not None:
+                    return [] if held else self._chunk(item, data, ahead=True)
             if self._repeat is not None and (said := self._repeat.take_event(item, data)):
                 return self._send([said])
         if (
@@ -289,7 +291,9 @@ class StreamNormalizer:
 
     # -- events ------------------------------------------------------------------------------
 
-    def _chunk(self, event: Event, data: bytes) -> list[Sent]:
+    def _chunk(self, event: Event, data: bytes, *, ahead: bool = False) -> list[Sent]:
+        """``ahead``: the markup's hot path fed the chunk's content ahead (``HeldRepeat``),
+        so the other hot paths, which judge the text before it is fed, are not asked."""
         obj = loads(data)
         if type(obj) is dict and "usage" in obj:
             self.usage.saw(obj["usage"])
@@ -311,7 +315,7 @@ class StreamNormalizer:
             return self._send([Passed(event, obj)])
         source = Source(event, obj)
         only = choices[0] if len(choices) == 1 else None
-        if isinstance(only, dict) and self.fast and not self._ctx.finishes_held:
+        if isinstance(only, dict) and not ahead and self.fast and not self._ctx.finishes_held:
             index = only.get("index", 0)
             known = self._choices.get(index) if type(index) is int else None
             if known is not None and known.hot.take_plain_text(only, source):
@@ -324,14 +328,6 @@ class StreamNormalizer:
                 hot = known.hot
                 self._repeat = ShapeRepeat.of(event, data, obj, hot, b"arguments", text, key)
                 return self._send([Passed(event, obj)])
-            if (
-                known is not None
-                and (markup := known.hot.take_markup_args(only, source)) is not None
-            ):
-                text = only["delta"]["content"]
-                sent = Own(source, choices, [markup])
-                self._markup = MarkupRepeat.of(event, data, text, sent, known.hot)
-                return self._send([sent])
         reads = read_choices(choices)
         if reads is None:
             return self._send([Passed(event, obj)])
@@ -351,7 +347,18 @@ class StreamNormalizer:
             for finish in held:
                 finish.hold = hold
             return self._send([], [hold, *slots])
+        if self.fast and not out and not slots and not self._queue and isinstance(only, dict):
+            self._held_shape(event, data, obj, only)
         return self._send(out, slots)
+
+    def _held_shape(self, event: Event, data: bytes, chunk: JSONObject, only: JSONObject) -> None:
+        """Keep the shape of a chunk of nothing but content that sent nothing while the markup
+        holds a call, for the next chunks of the call (``HeldRepeat``)."""
+        text = sole_field(only, "content")
+        index = only.get("index", 0)
+        known = self._choices.get(index) if type(index) is int else None
+        if type(text) is str and known is not None and known.hot.markup.holding:
+            self._held = HeldRepeat.of(event, data, chunk, text, known.hot.markup)
 
     def _repair_envelope(self, chunk: JSONObject, choices: list[object]) -> bool:
         """Name the chunk a ``chat.completion.chunk`` (openai-python's stream helper drops any

@@ -15,12 +15,10 @@ is their fields'). It is asked only of what waits.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import NamedTuple, cast
 
 from proxy.core.jsonvalues import JSONObject
-from proxy.core.protocols.chat.chunkshape import ChunkShape
-from proxy.core.protocols.chat.deltas import ArgsDelta
 from proxy.core.protocols.chat.pieces import Piece, Source
 from proxy.core.protocols.chat.render import render_own, render_released
 from proxy.core.sse import Event, RawBytes
@@ -48,7 +46,6 @@ class Own:
     choices: list[JSONObject]
     own: list[list[Piece]]
     _chat: list[bytes] | None = field(default=None, repr=False)
-    _args: ChunkShape | None = field(default=None, repr=False)
 
     def chat(self) -> list[bytes]:
         if self._chat is None:
@@ -57,27 +54,6 @@ class Own:
 
     def __len__(self) -> int:
         return sum(map(len, self.chat()))
-
-    def with_args(self, text: str) -> Own:
-        """The same chunk with ``text`` for the arguments of its one piece (an argument
-        delta of a call in markup: ``MarkupArgs``)."""
-        [[piece]] = self.own
-        assert isinstance(piece.delta, ArgsDelta)
-        delta = replace(piece.delta, text=text)
-        return Own(self.source, self.choices, [[replace(piece, delta=delta)]])
-
-    def args_chat(self, text: str) -> bytes:
-        """``with_args(text)`` as chat bytes: this chunk's bytes around another argument
-        text, rendered only once for every text."""
-        if self._args is None:
-            [[piece]] = self.own
-            assert isinstance(piece.delta, ArgsDelta)
-            [chunk] = self.chat()
-            self._args = ChunkShape.around(chunk, b"arguments", piece.delta.text)
-        if self._args is None:  # not spelled as orjson spells it: rendered for this text
-            [chunk] = self.with_args(text).chat()
-            return chunk
-        return self._args.with_text(text)
 
 
 class Released:
@@ -121,25 +97,13 @@ class SaidRead(NamedTuple):
     data: bytes
 
 
-class MarkupArgs(NamedTuple):
-    """An upstream event that repeats the bytes of a chunk whose markup arguments became an
-    argument delta (``chunk``, the proxy's), around another ``text``: that delta with it. A
-    tuple, as ``Said``: one is made an event (chat/fast.py)."""
-
-    chunk: Own
-    text: str
-
-    def chat(self) -> bytes:
-        return self.chunk.args_chat(self.text)
-
-
 #: bytes: whole one-line data events as they came (a read judged whole, ``[DONE]``); an
 #: Event: an upstream event as it came, unparsed; RawBytes: bytes that are no event
-Sent = bytes | Event | RawBytes | Passed | Own | Released | Said | SaidRead | MarkupArgs
+Sent = bytes | Event | RawBytes | Passed | Own | Released | Said | SaidRead
 #: what a read judged whole sends (``StreamNormalizer.feed_read``): one value alone, the read
 #: itself when it goes out as it came, so that the usual read makes no list, or a list when
 #: more goes with it
-ReadSent = bytes | SaidRead | MarkupArgs | list[Sent]
+ReadSent = bytes | SaidRead | list[Sent]
 
 
 def own_sent(source: Source, choices: list[JSONObject], own: list[list[Piece]]) -> list[Sent]:
@@ -159,8 +123,6 @@ def size(sent: Sent) -> int:
         return len(sent.event.raw)
     if isinstance(sent, SaidRead):
         return len(sent.data)
-    if isinstance(sent, MarkupArgs):
-        return len(sent.chat())
     return len(sent)
 
 
@@ -181,8 +143,6 @@ def chat_bytes(sent: list[Sent]) -> list[bytes]:
             out.append(item.raw)
         elif type(item) is SaidRead:
             out.append(item.data)
-        elif type(item) is MarkupArgs:
-            out.append(item.chunk.args_chat(item.text))
         elif type(item) is Said or type(item) is Passed:
             out.append(item.event.raw)
         elif type(item) is Released:

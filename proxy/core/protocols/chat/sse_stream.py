@@ -9,8 +9,8 @@ Most reads of most streams need nothing: text deltas of a request that offered n
 canonical stream's chunks, text or argument deltas that repeat the bytes of one that took a
 hot path. Such a read, when it is whole one-line data events that the normalizer can judge
 without decoding them (``feed_read``, a fast path: off with the normalizer's ``fast``), goes
-out as the very bytes object that came in (or, for markup arguments, as the one event they
-become), without an Event made or a chunk parsed; the decoder's and the normalizer's states
+out as the very bytes object that came in (or, for a call held in markup, as nothing),
+without an Event made or a chunk parsed; the decoder's and the normalizer's states
 after it are what feeding it would have left.
 """
 

@@ -141,6 +141,39 @@ def test_the_fast_paths_are_taken_when_on_and_only_then(monkeypatch):
     assert taken[True] < data_events // 4
 
 
+@pytest.mark.parametrize("held", [0, 40, 300, 1000, 4096])
+def test_a_held_markup_call_reaches_the_cap_at_the_same_byte_with_the_fast_paths_off(held):
+    # hermes markup one token a chunk: the call is held until its markup ends (issue 24
+    # item 4), its chunks fed to the extractor unparsed (chat/fast.py HeldRepeat), and the
+    # held text must reach max_held_bytes mid-call at the same byte both ways
+    events = [t.event(b"T%016d" % i) for i, t in enumerate(templates(model_name("hermes", 60, 0)))]
+    case = {"request": "bench-tools", "complete": True, "dialects": ("hermes",)}
+    body = b"".join(events)
+    for reads in [eventwise(body), cut(body, range(0, len(body), 300))]:
+        slow = chat(case, reads, fast=False, held=held)
+        assert chat(case, reads, fast=True, held=held) == slow
+        assert (slow[1]["cap-reached"] > 0) == (held < 4096)
+
+
+def test_a_held_markup_call_is_fed_unparsed_when_on(monkeypatch):
+    # the held form's hot path is taken: most chunks of the held call are not parsed
+    parsed: list[bytes] = []
+
+    def counting(data: bytes | str) -> object:
+        parsed.append(data if isinstance(data, bytes) else data.encode())
+        return loads(data)
+
+    monkeypatch.setattr(normalize, "loads", counting)
+    events = [t.event(b"T%016d" % i) for i, t in enumerate(templates(model_name("hermes", 60, 0)))]
+    case = {"request": "bench-tools", "complete": True, "dialects": ("hermes",)}
+    taken = {}
+    for fast in (True, False):
+        parsed.clear()
+        chat(case, eventwise(b"".join(events)), fast=fast)
+        taken[fast] = len(parsed)
+    assert taken[True] < taken[False] // 4
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     streams(),
