@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Final
 
-from proxy.core.errors import NormalizerError
+from proxy.core.transitions import next_state
 
 
 class Phase(Enum):
@@ -65,10 +65,7 @@ DELTA_SEEN: Final = frozenset({Phase.DELTA_FIRST, Phase.FINISHING})
 
 
 def after(phase: Phase, step: Step) -> Phase:
-    try:
-        return MESSAGE[phase, step]
-    except KeyError:
-        raise NormalizerError(f"native Messages: no transition from {phase} on {step}") from None
+    return next_state(MESSAGE, phase, step, "native Messages: no transition")
 
 
 class _Identity(Enum):
@@ -97,9 +94,4 @@ BLOCK: Final[Mapping[tuple[BlockPhase, BlockStep], BlockPhase]] = {
 
 
 def block_after(phase: BlockPhase, step: BlockStep) -> BlockPhase:
-    try:
-        return BLOCK[phase, step]
-    except KeyError:
-        raise NormalizerError(
-            f"native Messages: no block transition from {phase} on {step}"
-        ) from None
+    return next_state(BLOCK, phase, step, "native Messages: no block transition")

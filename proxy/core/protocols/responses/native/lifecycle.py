@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Final
 
-from proxy.core.errors import NormalizerError
+from proxy.core.transitions import next_state
 
 
 class _Identity(Enum):
@@ -48,10 +48,7 @@ RESPONSE: Final[Mapping[tuple[Phase, Step], Phase]] = {
 
 
 def after(phase: Phase, step: Step) -> Phase:
-    try:
-        return RESPONSE[phase, step]
-    except KeyError:
-        raise NormalizerError(f"native Responses: no transition from {phase} on {step}") from None
+    return next_state(RESPONSE, phase, step, "native Responses: no transition")
 
 
 # -- an item's end, as the upstream and the proxy see it ---------------------------------------
@@ -122,9 +119,4 @@ def end_after(end: ItemEnd, step: EndStep) -> ItemEnd:
 
 
 def content_after(content: Content, step: ContentStep) -> Content:
-    try:
-        return CONTENT[content, step]
-    except KeyError:
-        raise NormalizerError(
-            f"native Responses: no content transition from {content} on {step}"
-        ) from None
+    return next_state(CONTENT, content, step, "native Responses: no content transition")
