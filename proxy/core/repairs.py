@@ -139,7 +139,8 @@ class Repair(StrEnum):
     CREATED_REPEATED = "response-created-repeated"  # a second response.created: dropped
     EVENT_AFTER_TERMINAL = "event-after-terminal"  # after completed/incomplete/failed: dropped
     NONSTANDARD_EVENT = "nonstandard-event"  # R8: detected only, passed through
-    PARALLEL_WRAPPER = "parallel-wrapper"  # R9: detected only, passed through
+    # R9, issue 24 item 6: the model's multi-call wrapper split into its calls
+    PARALLEL_WRAPPER = "parallel-wrapper"
 
     # A call's arguments against its tool's schema (issue 25; proxy/core/arguments/)
     # detected only: a call whose arguments do not fit, recorded as
@@ -174,16 +175,15 @@ class Repair(StrEnum):
     TEXT_WITHOUT_FORMAT = "text-without-format"  # `text: {verbosity}`: LM Studio refuses it
 
 
-# Kinds that report what was seen without changing a byte (docs/quirks.md Q18, R8, R9; a
+# Kinds that report what was seen without changing a byte (docs/quirks.md Q18, R8; a
 # schema mismatch, issue 25).
 # A repeated call is dropped only from markup (which comes with markup-in-content) or under
-# dedupe_calls; otherwise it is only counted. Native Responses' R8 and R9 pass through.
+# dedupe_calls; otherwise it is only counted. Native Responses' R8 passes through.
 DETECTED_ONLY: Final = frozenset(
     {
         Repair.ARGS_NOT_JSON,
         Repair.CALL_DUPLICATED,
         Repair.NONSTANDARD_EVENT,
-        Repair.PARALLEL_WRAPPER,
         Repair.ARGS_SCHEMA_MISMATCH,
         # ... as counted, with the kind of mismatch (proxy/core/arguments/check.py's
         # MismatchKind, which a test holds to this list)

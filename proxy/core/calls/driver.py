@@ -19,6 +19,12 @@ past the first one named is EXTRA under ``one_call`` (``parallel_tool_calls: fal
 ``rules`` (proxy/core/arguments/rules.py; None for a request without tools) fixes a call's
 arguments as S2 sends it whole and checks them where the protocol says the call ended
 (:meth:`Calls.ended`).
+
+The model's multi-call wrapper (calls/wrapper.py; issue 24 item 6) is split here, before
+both: named so while the request offers no tool of its name, it is a SUSPECT (held until its
+arguments end), then UNWRAP gives way to one call per entry, which the protocol makes
+(:class:`Unwrapping`) and which then go through the table as calls named whole at once: the
+first is the one call ``one_call`` keeps, and each is checked against its own tool.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from proxy.core.calls.record import CallRecord
 from proxy.core.calls.repeats import Repeats, repeats
 from proxy.core.calls.state import (
     ARGS_END,
+    COLLECTED,
     DROPPED,
     FALLBACK_OPENING,
     HELD,
@@ -54,6 +61,7 @@ from proxy.core.calls.state import (
     transition,
     whole_calls_due,
 )
+from proxy.core.calls.wrapper import entries, is_wrapper
 from proxy.core.ids import IdPool
 from proxy.core.jsonvalues import INVALID
 from proxy.core.repairs import Repair
@@ -82,6 +90,7 @@ _COLLECT = Action.COLLECT
 _SEND_WHOLE = Action.SEND_WHOLE
 _FALLBACK_WHOLE = Action.FALLBACK_WHOLE
 _DROP = Action.DROP
+_UNWRAP = Action.UNWRAP
 _END = CallInput.END
 _EXTRA = CallInput.EXTRA
 #: the inputs that take a call out of NAMELESS (other than into a hold): a call named then
@@ -130,6 +139,18 @@ class CallWriter(Protocol[C_in, Out_in, Extra_in]):
         """``call`` is no longer held: what waited behind it may go."""
 
 
+class Unwrapping(Protocol[C, Out_in]):
+    """What a protocol makes of the calls a wrapper holds (issue 24 item 6)."""
+
+    def entry_call(self, wrapper: C) -> C:
+        """A new record for one entry, begun where ``wrapper`` began; its id is the
+        protocol's to give (None: a fresh one of the stream's pool, no ``id-missing``)."""
+
+    def entry_done(self, call: C, out: Out_in) -> None:
+        """The entry's call went out whole (or was dropped): end what the protocol opened
+        for it, if the upstream's events will not."""
+
+
 class Calls(Generic[C, Out, Extra]):
     """The calls of one choice (chat) or one stream (native): their records, the table they
     follow, the placeholders and suspects held, and the index the next opening takes."""
@@ -146,6 +167,7 @@ class Calls(Generic[C, Out, Extra]):
         "_put_opening",
         "_release_opening",
         "_settled",
+        "_unwrap",
         "next_index",
         "one_call",
         "placeholders",
@@ -171,8 +193,11 @@ class Calls(Generic[C, Out, Extra]):
         before_identify: Callable[[C], None] | None = None,
         rules: CallRules | None = None,
         one_call: bool = False,
+        unwrap: Unwrapping[C, Out] | None = None,
     ) -> None:
         self.tally = tally
+        #: the protocol's side of splitting a wrapper (None: a wrapper stays one call)
+        self._unwrap = unwrap
         #: the arguments' checks and fixes (None: the request has no tools)
         self.rules = rules
         # fixed only where the call goes out whole (S2): a streamed call's text is already out
@@ -225,10 +250,22 @@ class Calls(Generic[C, Out, Extra]):
         opening with ``""`` and the arguments apart: only a call in a single delta with
         nothing before it goes out whole (Groq)."""
         call.rivals = self.repeats.rivals(self.records, call)
-        if call.rivals:
+        if call.rivals or self.wraps(call):
             return CallInput.NAMED_SUSPECT
         event = opening_input(call.text() + text)
         return CallInput.NAMED_PARTIAL if event is CallInput.NAMED_WHOLE and call.waited else event
+
+    def wraps(self, call: C) -> bool:
+        """Whether ``call``, just named, is the model's multi-call wrapper to split (marked
+        so): the protocol can split it, and the request offers no tool of its name. Such a
+        call is named a suspect (held until its arguments end)."""
+        if self._unwrap is None or call.name is None:
+            return False
+        rules = self.rules
+        call.wrapper = is_wrapper(
+            call.name, lambda name: rules is not None and rules.tools.parameters(name) is not None
+        )
+        return call.wrapper
 
     def send_whole_calls(self, out: Out) -> None:
         """S2: send the calls that are due whole (``whole_calls_due``)."""
@@ -264,9 +301,17 @@ class Calls(Generic[C, Out, Extra]):
             elif self._chosen is not call:
                 self.record(Repair.PARALLEL_CALL_DROPPED)
                 event = _EXTRA
-        if call.state is SUSPECT and event in ARGS_END and repeats(call):
-            self.record(Repair.CALL_DUPLICATED)
-            event = CallInput.DUPLICATE
+        found: list[tuple[str, str]] | None = None
+        if call.state is SUSPECT and event in ARGS_END:
+            # a wrapper is split once its arguments are whole: on COMPLETE, or on an END
+            # that cut nothing (a cut stays a cut: it goes out as it came)
+            if call.wrapper and (complete or event is not _END):
+                found = entries(call.text())
+            if found is not None:
+                event = CallInput.UNWRAP
+            elif repeats(call):
+                self.record(Repair.CALL_DUPLICATED)
+                event = CallInput.DUPLICATE
         state, action = transition(self.table, call.state, event)
         if state is PLACEHOLDER:
             self.placeholders[call] = None
@@ -322,6 +367,9 @@ class Calls(Generic[C, Out, Extra]):
             if call.args:
                 self.tally.dropped.append(call.text())
                 self.forget(call)
+        elif action is _UNWRAP:
+            assert found is not None
+            self._split(call, found, out)
         elif action is _HOLD_OPENING:
             self.keep(call, text)
             self._identify(call)
@@ -342,6 +390,37 @@ class Calls(Generic[C, Out, Extra]):
                 self._send_args(call, "{}", out, None)
         else:
             raise AssertionError(f"no case for {action}")
+
+    def _split(self, wrapper: C, found: list[tuple[str, str]], out: Out) -> None:
+        """UNWRAP: ``wrapper`` is dropped (its text, not sent as it came, is reported) and
+        each entry becomes a call in its place, named whole; the first is the one a request
+        for one call keeps, the rest are EXTRA to it (``one_call``)."""
+        assert self._unwrap is not None
+        self.record(Repair.PARALLEL_WRAPPER)
+        self.tally.dropped.append(wrapper.text())
+        self.forget(wrapper)
+        if self._chosen is wrapper:
+            self._chosen = None
+        made = []
+        for name, _ in found:
+            call = self._unwrap.entry_call(wrapper)
+            call.name = name
+            if call.upstream_id is None:
+                call.upstream_id = self.tally.ids.fresh()
+            made.append(call)
+        at = self.records.index(wrapper) + 1  # in the wrapper's place: the order they go out
+        self.records[at:at] = made
+        for call, (_, arguments) in zip(made, found, strict=True):
+            self.keep(call, arguments)
+            event = self.naming(call, "")
+            if event is CallInput.NAMED_PLACEHOLDER:  # an entry's "{}" is its arguments
+                event = CallInput.NAMED_WHOLE
+            self.input(call, event, "", out)
+            if call.state in COLLECTED:  # S2, or a suspect: its arguments are whole already
+                call.whole = True
+                self.input(call, CallInput.COMPLETE, "", out)
+            self.ended(call)
+            self._unwrap.entry_done(call, out)
 
     def ended(self, call: C, text: str | None = None) -> None:
         """``call``'s arguments have ended (where, the protocol says): checked against its

@@ -36,6 +36,8 @@ class CallRecord:
     rivals: tuple[CallRecord, ...] = ()
     checked: bool = False  #: its arguments were checked against its tool's schema (issue 25)
     fixed: bool = False  #: its arguments were healed or coerced: the text kept is the proxy's
+    #: the model's multi-call wrapper, held to become one call per entry (calls/wrapper.py)
+    wrapper: bool = False
 
     def text(self) -> str:
         return self.args.text()

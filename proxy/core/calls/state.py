@@ -37,6 +37,12 @@ Under ``parallel_tool_calls: false`` (issue 25 item 2) a call named after the fi
 choice (or native stream) named is EXTRA as it would leave NAMELESS: DROPPED before anything
 of it went out, as a repeat is.
 
+The model's multi-call wrapper (calls/wrapper.py; issue 24 item 6), when the request offers
+no tool of its name, is a SUSPECT once named, so held until its arguments end; ended whole
+and of the wrapper's shape, it is UNWRAPped: DROPPED, and one call per entry named in its place
+(the driver makes them, through the protocol, and names each as a call whole at once). A
+wrapper cut short, or not of the shape, opens as any suspect does: as it came.
+
 Each table is total over its form's states and every input (tests/core/calls/test_state_table.py
 checks that), so a missing entry can only be a bug in this file; :func:`transition` then
 raises :class:`NormalizerError` naming the pair.
@@ -73,6 +79,9 @@ class CallInput(Enum):
     #: a call past the one the request allowed (``parallel_tool_calls: false``), as it would
     #: leave NAMELESS: dropped before anything of it goes out (issue 25 item 2)
     EXTRA = auto()
+    #: a suspect that is the model's multi-call wrapper (calls/wrapper.py), its arguments
+    #: ended whole and of the wrapper's shape: one call per entry instead (issue 24 item 6)
+    UNWRAP = auto()
 
 
 class Action(Enum):
@@ -91,6 +100,7 @@ class Action(Enum):
     SEND_WHOLE = auto()  #: S2: send the whole call in one delta
     FALLBACK_WHOLE = auto()  #: S2: the name never came: send the whole call as held
     DROP = auto()  #: drop what the call holds and the entry's text (reported as dropped)
+    UNWRAP = auto()  #: the wrapper goes (its text reported as dropped); its entries open
 
 
 Table = dict[tuple[CallState, CallInput], tuple[CallState, Action]]
@@ -123,6 +133,16 @@ _EXTRA: Final = {
     (SUSPECT, CallInput.EXTRA): (DROPPED, Action.DROP),
 }
 
+# Only a SUSPECT is unwrapped (calls/driver.py asks nothing else): the wrapper, held until its
+# arguments ended, gives way to one call per entry; the other states ignore the input.
+_UNWRAP: Final = {
+    (SUSPECT, CallInput.UNWRAP): (DROPPED, Action.UNWRAP),
+    **{
+        (state, CallInput.UNWRAP): (state, Action.NOTHING)
+        for state in (NAMELESS, PLACEHOLDER, COLLECTING, OPEN)
+    },
+}
+
 # Shared by both forms: a suspect collects until its arguments end; a dropped call drops.
 _SUSPECTS: Final[Table] = {
     (NAMELESS, CallInput.NAMED_SUSPECT): (SUSPECT, Action.COLLECT),
@@ -148,6 +168,7 @@ S1: Final[Table] = {
     (OPEN, CallInput.END): (OPEN, Action.CLOSE_ARGS),
     **{k: v for k, v in _NOT_SUSPECT.items() if k[0] is not COLLECTING},
     **{k: v for k, v in _EXTRA.items() if k[0] is not COLLECTING},
+    **{k: v for k, v in _UNWRAP.items() if k[0] is not COLLECTING},
     **_SUSPECTS,
     (SUSPECT, CallInput.COMPLETE): (OPEN, Action.OPEN_SPLIT),
     (SUSPECT, CallInput.END): (OPEN, Action.OPEN_SPLIT),
@@ -167,6 +188,7 @@ S2: Final[Table] = {
     (OPEN, CallInput.END): (OPEN, Action.CLOSE_ARGS),
     **{k: v for k, v in _NOT_SUSPECT.items() if k[0] is not PLACEHOLDER},
     **{k: v for k, v in _EXTRA.items() if k[0] is not PLACEHOLDER},
+    **{k: v for k, v in _UNWRAP.items() if k[0] is not PLACEHOLDER},
     **_SUSPECTS,
     (SUSPECT, CallInput.COMPLETE): (OPEN, Action.SEND_WHOLE),
     (SUSPECT, CallInput.END): (OPEN, Action.SEND_WHOLE),

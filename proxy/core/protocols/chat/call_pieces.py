@@ -72,6 +72,29 @@ class CallPieces:
         if call.slot is not None:
             call.slot.done = True
 
+    # -- a wrapper's calls (calls/driver.py's Unwrapping; issue 24 item 6) ----------------
+
+    def entry_call(self, wrapper: Call) -> Call:
+        """A call of the wrapper's, begun where it began (its opening goes out where the
+        wrapper was held); the delta fields that waited for the wrapper's opening go with
+        the first."""
+        call = Call(
+            None,
+            None,
+            origin=wrapper.origin,
+            origin_choice=wrapper.origin_choice,
+            has_type=True,
+            had_args_key=True,
+            slot=wrapper.slot,
+            head=wrapper.head,
+            extras=wrapper.extras,
+        )
+        wrapper.head = wrapper.extras = None
+        return call
+
+    def entry_done(self, call: Call, out: Sink) -> None:
+        """Nothing to end: a chat call's arguments end with its choice."""
+
     # -- the pieces --------------------------------------------------------------------------
 
     def opening(self, call: Call, args: str) -> Piece:

@@ -79,6 +79,7 @@ class ChoiceNormalizer:
             dedupe=stream.dedupe,
             rules=stream.rules,
             one_call=stream.one_call,
+            unwrap=pieces,
         )
         self._record = self._calls.record
         self._matching = CallMatching(self._calls, pieces, stream)

@@ -1,4 +1,4 @@
-"""The field streams of issue 24 items 2, 3, 4, 5 and 11 (tests/fixtures/field/, their
+"""The field streams of issue 24 items 2, 3, 4, 5, 6 and 11 (tests/fixtures/field/, their
 provenance in its README), run whole through the core in every mode they reach, chat S1 and
 S2 and both translate modes, and judged by the field report against streams.toml: each must
 come out right (the strict checker has nothing to say, and a client reads what ``expect``
@@ -10,7 +10,7 @@ import pytest
 
 from tests.fixtures.field import report
 
-ITEMS = {2, 3, 4, 5, 11}
+ITEMS = {2, 3, 4, 5, 6, 11}
 CASES = [
     pytest.param(stream, mode, id=f"{stream.file}-{mode}")
     for stream in report.load()

@@ -110,6 +110,7 @@ class ToolCalls:
             coalesce=False,
             dedupe=dedupe,
             repeats=PreviousCall(dedupe=dedupe),  # the repeat rule
+            unwrap=self,  # a wrapper's entries: calls of the proxy's (issue 24 item 6)
         )
         self.keep = self.calls.keep  # bound once: asked on every fragment
         self._input = self.calls.input
@@ -131,7 +132,7 @@ class ToolCalls:
     def name_call(self, call: ToolCall) -> None:
         calls = self.calls
         calls.records.append(call)
-        suspect = bool(calls.repeats.rivals(calls.records, call))
+        suspect = bool(calls.repeats.rivals(calls.records, call)) or calls.wraps(call)
         self._input(call, naming_input(suspect), "", None)
 
     def call_delta(
@@ -179,6 +180,17 @@ class ToolCalls:
         # the one place a Messages call's input ends (checked as it went out, fixed or not);
         # no text is the object the client builds
         self.calls.ended(call, call.text() or EMPTY_OBJECT)
+
+    # -- a wrapper's calls (calls/driver.py's Unwrapping) ----------------------------------
+
+    def entry_call(self, wrapper: ToolCall) -> ToolCall:
+        """A tool block of the proxy's for one entry (its start written as a markup call's);
+        its id one of the stream's (``toolu_``)."""
+        return ToolCall(None, None)
+
+    def entry_done(self, call: ToolCall, out: None) -> None:
+        """Nothing to end: the next block stops it, or the wrapper's own stop (structure.py
+        writes it at the index of the block the client has open)."""
 
     # -- what the driver sends, as Messages events -----------------------------------------
 

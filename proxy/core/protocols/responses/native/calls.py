@@ -118,6 +118,7 @@ class NativeCalls:
             dedupe=dedupe,
             repeats=PreviousCall(dedupe=dedupe),
             before_identify=self._make_ids,
+            unwrap=self,  # a wrapper's entries: items of the proxy's (issue 24 item 6)
         )
         self.keep = self.calls.keep  # bound once: asked on every fragment
         self.blocking: NativeCall | None = None  # the upstream call held: the rest waits
@@ -246,14 +247,28 @@ class NativeCalls:
             return
         self.call_input(call, END)
         if call.state is OPEN:
-            assert call.out is not None
-            assert call.out.synthetic is not None
-            synthetic = call.out.synthetic
-            synthetic.closed = True
-            status = "completed" if synthetic.whole_json() else "incomplete"
-            for payload in synthetic.finish(status):
-                self._insert(payload)
-            self._items.finish(call.out, synthetic.full())
+            self._end_synthetic(call)
+
+    def _end_synthetic(self, call: NativeCall) -> None:
+        assert call.out is not None
+        assert call.out.synthetic is not None
+        synthetic = call.out.synthetic
+        synthetic.closed = True
+        status = "completed" if synthetic.whole_json() else "incomplete"
+        for payload in synthetic.finish(status):
+            self._insert(payload)
+        self._items.finish(call.out, synthetic.full())
+
+    # -- a wrapper's calls (calls/driver.py's Unwrapping) ----------------------------------
+
+    def entry_call(self, wrapper: NativeCall) -> NativeCall:
+        """A function_call item of the proxy's for one entry, as a markup call's."""
+        return NativeCall(None, "call_" + self._new_id())
+
+    def entry_done(self, call: NativeCall, out: None) -> None:
+        """The entry's item ends at once: its arguments are whole."""
+        if call.state is OPEN:
+            self._end_synthetic(call)
 
     # -- the driver ----------------------------------------------------------------------------
 

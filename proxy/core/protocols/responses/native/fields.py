@@ -21,8 +21,6 @@ def shown(ev: WireEvent, item: JSONObject, out: ClientItem) -> tuple[str, list[R
     out as a delta after it, with the repairs."""
     repairs: list[Repair] = []
     out.call_id, out.name = str(item["call_id"]), str(item.get("name"))
-    if out.name == "parallel":
-        repairs.append(Repair.PARALLEL_WRAPPER)
     moved = item.get("arguments") or ""
     if moved:  # a whole call in its added: the arguments go out as a delta
         repairs.append(Repair.ARGS_IN_FIRST_DELTA)
