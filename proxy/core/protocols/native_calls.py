@@ -36,6 +36,7 @@ from proxy.core.arguments.rules import CallRules
 from proxy.core.calls.record import CallRecord
 from proxy.core.calls.repeats import Repeats, json_equal
 from proxy.core.calls.state import DROPPED
+from proxy.core.calls.wrapper import entries, is_wrapper
 from proxy.core.ids import IdPool
 from proxy.core.jsonvalues import INVALID, JSONObject
 from proxy.core.repairs import DETECTED_ONLY, Repair
@@ -105,11 +106,18 @@ def whole_calls(
     cut: Callable[[JSONObject], bool],
     read: Callable[[JSONObject], str | None],
     write: Callable[[JSONObject, str], None],
+    unwrap: Callable[[JSONObject, str, str], JSONObject] | None = None,
 ) -> list[Any]:
     """A whole answer's calls (its items of type ``kind``), as issue 25 asks of a stream's:
-    past the first dropped under ``one_call`` (``parallel-call-dropped``); each kept call's
+    the model's multi-call wrapper first split into its calls (``unwrap`` makes the item of
+    one entry from the wrapper's, a name and the arguments; issue 24 item 6), then past the
+    first dropped under ``one_call`` (``parallel-call-dropped``); each kept call's
     arguments (``read``) fixed where the rules may (never a ``cut`` call; ``write`` puts the
     fixed text), then checked. The items that go out."""
+    if unwrap is not None:
+        items = unwrapped(
+            items, kind, rules=rules, repairs=repairs, cut=cut, read=read, make=unwrap
+        )
     out: list[Any] = []
     calls = 0
     for item in items:
@@ -129,6 +137,45 @@ def whole_calls(
         if fixed is not text:
             write(item, fixed)
     return out
+
+
+def unwrapped(
+    items: list[Any],
+    kind: str,
+    *,
+    rules: CallRules | None,
+    repairs: Counter[str],
+    cut: Callable[[JSONObject], bool],
+    read: Callable[[JSONObject], str | None],
+    make: Callable[[JSONObject, str, str], JSONObject],
+    name_of: Callable[[JSONObject], object] = lambda item: item.get("name"),
+) -> list[Any]:
+    """A whole answer's items with each wrapper call (calls/wrapper.py) that the request
+    offers no tool for replaced by one item per entry (``make``), counted as
+    ``parallel-wrapper``; a ``cut`` one, or one not of the wrapper's shape, stays. (Chat's
+    calls carry their name in ``function``: ``name_of``.)"""
+    out: list[Any] = []
+    for item in items:
+        found = None
+        if isinstance(item, dict) and item.get("type") == kind and not cut(item):
+            name = name_of(item)
+            text = read(item)
+            if (
+                isinstance(name, str)
+                and text is not None
+                and is_wrapper(name, lambda n: _offered(rules, n))
+            ):
+                found = entries(text)
+        if found is None:
+            out.append(item)
+            continue
+        repairs[Repair.PARALLEL_WRAPPER] += 1
+        out += [make(item, name, arguments) for name, arguments in found]
+    return out
+
+
+def _offered(rules: CallRules | None, name: str) -> bool:
+    return rules is not None and rules.tools.parameters(name) is not None
 
 
 def changes(repairs: Counter[str]) -> bool:

@@ -27,6 +27,7 @@ from proxy.core.ids import IdPool
 from proxy.core.jsonvalues import INVALID, JSONObject, dumps, loads
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
 from proxy.core.protocols.chat.tooldelta import read_entry
+from proxy.core.protocols.native_calls import unwrapped
 from proxy.core.repairs import Repair, markup_kind
 
 if TYPE_CHECKING:
@@ -113,6 +114,22 @@ class _Fixer:
         if not isinstance(calls, list) or not calls:
             return False
         changed = False
+        if choice.get("finish_reason") != "length":  # a cut stays a cut
+            split = unwrapped(
+                calls,
+                "function",
+                rules=self._rules,
+                repairs=self._repairs,
+                cut=lambda _: False,
+                read=_arguments_text,
+                make=self._entry_call,
+                name_of=_function_name,
+            )
+            if len(split) != len(calls) or any(
+                a is not b for a, b in zip(split, calls, strict=True)
+            ):
+                calls = message["tool_calls"] = split
+                changed = True
         if self._one_call and len(calls) > 1:
             self._repairs[Repair.PARALLEL_CALL_DROPPED] += len(calls) - 1
             calls = message["tool_calls"] = calls[:1]
@@ -135,6 +152,14 @@ class _Fixer:
                 function["arguments"] = fixed
                 changed = True
         return changed
+
+    def _entry_call(self, wrapper: JSONObject, name: str, arguments: str) -> JSONObject:
+        """One call of a wrapper's (issue 24 item 6), with an id of its own."""
+        return {
+            "id": self._ids.fresh(),
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
 
     def _call(self, call: object) -> JSONObject | None:
         """One call in canonical shape; None when its shape is not understood."""
@@ -254,6 +279,17 @@ class _Fixer:
 
     def _record(self, repair: Repair) -> None:
         self._repairs[repair] += 1
+
+
+def _function_name(call: JSONObject) -> object:
+    function = call.get("function")
+    return function.get("name") if isinstance(function, dict) else None
+
+
+def _arguments_text(call: JSONObject) -> str | None:
+    function = call.get("function")
+    text = function.get("arguments") if isinstance(function, dict) else None
+    return text if isinstance(text, str) else None
 
 
 def _cut_off(call: object) -> bool:

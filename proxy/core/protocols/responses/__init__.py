@@ -60,8 +60,8 @@ def native(*, new_id: Callable[[], str], request: object, options: UpstreamOptio
 def native_completion(
     *, body: bytes, request: object, options: UpstreamOptions, new_id: Callable[[], str]
 ) -> tuple[bytes, Counter[str]]:
-    del new_id  # a whole Response's repair recovers no markup, so makes no call
-    return repair_completion(body, NativeRequest.from_body(request), options=options)
+    # new_id: the calls a wrapper holds (issue 24 item 6) are items of the proxy's
+    return repair_completion(body, NativeRequest.from_body(request), options=options, new_id=new_id)
 
 
 PROTOCOL = ClientProtocol(

@@ -63,6 +63,12 @@ def repair_message(
         cut=lambda _: message.get("stop_reason") == "max_tokens",
         read=_input_text,
         write=lambda block, text: block.__setitem__("input", orjson.loads(text)),
+        unwrap=lambda _, name, text: {
+            "type": "tool_use",
+            "id": "toolu_" + new_id(),
+            "name": name,
+            "input": orjson.loads(text),
+        },
     )
     tool_blocks = sum(isinstance(b, dict) and b.get("type") == "tool_use" for b in content)
     bad = any(

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from collections.abc import Callable
 
 import orjson
 
 from proxy.core.arguments.rules import call_rules
 from proxy.core.arguments.tools import RequestTools
-from proxy.core.jsonvalues import loads
+from proxy.core.jsonvalues import JSONObject, loads
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.native_calls import changes, whole_calls
 from proxy.core.protocols.responses.native.request import NativeRequest
@@ -22,7 +23,11 @@ from proxy.core.repairs import Repair
 
 
 def repair_completion(
-    body: bytes, request: NativeRequest, *, options: UpstreamOptions
+    body: bytes,
+    request: NativeRequest,
+    *,
+    options: UpstreamOptions,
+    new_id: Callable[[], str] | None = None,
 ) -> tuple[bytes, Counter[str]]:
     repairs: Counter[str] = Counter()
     response = loads(body)
@@ -54,5 +59,19 @@ def repair_completion(
         cut=lambda item: limited or item.get("status") == "incomplete",
         read=lambda item: item["arguments"] if isinstance(item.get("arguments"), str) else None,
         write=lambda item, text: item.__setitem__("arguments", text),
+        # a wrapper's entries as items of the proxy's (issue 24 item 6)
+        unwrap=None if new_id is None else lambda item, name, text: _entry_item(new_id, name, text),
     )
     return (orjson.dumps(response) if changes(repairs) else body), repairs
+
+
+def _entry_item(new_id: Callable[[], str], name: str, arguments: str) -> JSONObject:
+    """One call of a wrapper's, as a function_call item of the proxy's."""
+    return {
+        "id": "fc_" + new_id(),
+        "type": "function_call",
+        "status": "completed",
+        "arguments": arguments,
+        "call_id": "call_" + new_id(),
+        "name": name,
+    }
