@@ -133,16 +133,27 @@ def rewrite_stream(
     protocol = _protocol(plan)
     if plan.mode is Mode.TRANSLATE:
         assert isinstance(request, ChatRequest)
-        assert protocol.encoder is not None
-        stream = chat.native(
-            new_id=new_id, request=RequestInfo.from_body(request.body), options=options
-        )
-        encoder = protocol.encoder(context=request.context, new_id=new_id, stream=True)
-        return Rewrite(bridge.ChatBridge(stream, encoder), stream.repairs, stream.usage)
+        return _translating(protocol, request, options=options, new_id=new_id)
     native = protocol.native(new_id=new_id, request=request, options=options)
     if names:
         native = NamesBack(native, names, max_event_bytes=options.max_event_bytes)
     return Rewrite(native, native.repairs, native.usage)
+
+
+def _translating(
+    protocol: ClientProtocol,
+    request: ChatRequest,
+    *,
+    options: UpstreamOptions,
+    new_id: Callable[[], str],
+) -> Rewrite:
+    """A chat stream repaired, its pieces as ``protocol``'s events (translate mode)."""
+    assert protocol.encoder is not None
+    stream = chat.native(
+        new_id=new_id, request=RequestInfo.from_body(request.body), options=options
+    )
+    encoder = protocol.encoder(context=request.context, new_id=new_id, stream=True)
+    return Rewrite(bridge.ChatBridge(stream, encoder), stream.repairs, stream.usage)
 
 
 def whole_tokens(plan: Plan, body: bytes) -> Tokens | None:
@@ -215,14 +226,18 @@ def recover_parse_failure(
     streamed: bool,
     new_id: Callable[[], str],
 ) -> WholeAnswer | None:
-    """A CHAT or TRANSLATE plan's error before the stream (``status``, ``body``) that is
-    llama-server's parser failure holding the model's whole calls (core/parse_failure.py): the
-    answer those calls make, in the client's protocol, an event stream when ``streamed``,
+    """A CHAT, TRANSLATE or NATIVE plan's error before the stream (``status``, ``body``) that
+    is llama-server's parser failure holding the model's whole calls (core/parse_failure.py):
+    the answer those calls make, in the client's protocol, an event stream when ``streamed``,
     repaired or translated as the upstream's own would be; None: the error goes on.
-    ``request``: the ``request_facts`` (CHAT) or the ``chat_request`` (TRANSLATE)."""
+    ``request``: the ``request_facts`` (CHAT, NATIVE) or the ``chat_request`` (TRANSLATE).
+    A native client's answer is written as translate mode writes one (its request made the
+    chat request it would have been): the proxy has no native answer to repair."""
     if status < 500 or not options.recover_parse_failures:
         return None
-    if plan.mode is Mode.TRANSLATE and isinstance(request, ChatRequest):
+    if plan.mode is Mode.NATIVE:
+        request = _as_chat(plan, request)
+    if plan.mode is not Mode.CHAT and isinstance(request, ChatRequest):
         tools = parse_failure.tools_of(request.body)
     elif plan.mode is Mode.CHAT and isinstance(request, RequestInfo):
         tools = list(request.tools)
@@ -233,7 +248,10 @@ def recover_parse_failure(
         return None
     if streamed:
         data = parse_failure.chat_stream(recovered, model="", new_id=new_id)
-        rewrite = rewrite_stream(plan, options=options, request=request, new_id=new_id)
+        if isinstance(request, ChatRequest):
+            rewrite = _translating(_protocol(plan), request, options=options, new_id=new_id)
+        else:
+            rewrite = rewrite_stream(plan, options=options, request=request, new_id=new_id)
         out = [*rewrite.transform.feed(data), *rewrite.transform.close(complete=True)]
         answer = WholeAnswer(200, b"".join(out), rewrite.repairs)
     else:
@@ -255,6 +273,17 @@ def recover_parse_failure(
             answer = WholeAnswer(200, fixed, repairs)
     answer.repairs[Repair.PARSE_FAILURE_RECOVERED] += 1
     return answer
+
+
+def _as_chat(plan: Plan, request: object) -> ChatRequest | None:
+    """A NATIVE plan's client request as its translate mode's chat request (None: its
+    protocol has no translate mode, or the request would not translate)."""
+    if _protocol(plan).to_chat is None or not isinstance(request, dict):
+        return None
+    try:
+        return chat_request(plan, request)
+    except ClientRequestError:
+        return None
 
 
 def error_body(plan: Plan, status: int, message: str) -> bytes:

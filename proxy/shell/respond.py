@@ -29,6 +29,8 @@ log = logging.getLogger("toolcall_proxy")
 
 _SSE = "text/event-stream"
 _JSON = "application/json"
+#: the plans whose upstream's 5xx may be llama-server's parser failure with the model's calls
+_RECOVERS = (Mode.CHAT, Mode.NATIVE)
 
 
 async def respond(
@@ -51,7 +53,7 @@ async def respond(
     if plan.mode is Mode.TRANSLATE:
         assert chat is not None
         return await _translated(request, state, upstream, plan, chat, resp)
-    if plan.mode is Mode.CHAT and resp.status >= 500 and media_type(resp) == _JSON:
+    if plan.mode in _RECOVERS and resp.status >= 500 and media_type(resp) == _JSON:
         return await _chat_error(request, state, upstream, plan, facts, resp, streamed=streamed)
     return await _in_place(request, state, upstream, plan, facts, resp, names)
 
@@ -121,8 +123,9 @@ async def _chat_error(
     *,
     streamed: bool,
 ) -> web.StreamResponse:
-    """A chat upstream's 5xx: llama-server's parser failure holding the model's whole calls
-    is answered with them (``streams.recover_parse_failure``); any other passes as it came."""
+    """A chat or native upstream's 5xx: llama-server's parser failure holding the model's
+    whole calls is answered with them (``streams.recover_parse_failure``); any other passes
+    as it came."""
     exchange = request[EXCHANGE]
     limits = state.settings.limits
     body, complete = await read_capped(

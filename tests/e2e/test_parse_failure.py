@@ -164,3 +164,62 @@ async def test_the_native_error_streams_carry_the_call(
             checked = responses_checker.check(out)
             assert [(c["name"], json.loads(c["arguments"])) for c in checked.calls] == [CALL]
         assert await counted(proxy) == 1
+
+
+NATIVE = {"responses": "native", "messages": "native"}
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+async def test_native_clients_get_the_call_for_the_500(
+    stream: bool,
+    start_upstream: StartUpstream,
+    start_proxy: StartProxy,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # the upstream's own /v1/responses and /v1/messages answer the parser failure as a 500
+    # before the stream; the native client gets the call in its protocol, as it asked
+    caplog.set_level(logging.INFO, logger=ACCESS_LOGGER)
+    proxy = await proxy_for(BODY_500, start_upstream, start_proxy, **NATIVE)
+    resp = await proxy.post("/v1/responses", json={**RESPONSES, "stream": stream})
+    assert resp.status == 200
+    if stream:
+        assert resp.content_type == "text/event-stream"
+        checked = responses_checker.check(await resp.read())
+        assert checked.response is not None
+        assert checked.response["status"] == "completed"
+        calls = checked.calls
+    else:
+        assert resp.content_type == "application/json"
+        calls = (await resp.json())["output"]
+    assert [(c["name"], json.loads(c["arguments"])) for c in calls] == [CALL]
+    resp = await proxy.post("/v1/messages", json={**MESSAGES, "stream": stream})
+    assert resp.status == 200
+    if stream:
+        result = messages_checker.check(await resp.read())
+        blocks, stop = result.tool_uses, result.message["stop_reason"]
+    else:
+        message = await resp.json()
+        blocks, stop = message["content"], message["stop_reason"]
+    assert [(b["name"], b["input"]) for b in blocks if b["type"] == "tool_use"] == [CALL]
+    assert stop == "tool_use"
+    records = await logged(caplog, 2)
+    assert [r["repairs"]["parse-failure-recovered"] for r in records] == [1, 1]
+    assert await counted(proxy) == 2
+
+
+@pytest.mark.parametrize("path", ["/v1/responses", "/v1/messages"])
+async def test_native_turned_off_or_without_calls_the_500_goes_on(
+    path: str, start_upstream: StartUpstream, start_proxy: StartProxy
+) -> None:
+    body = RESPONSES if path.endswith("responses") else MESSAGES
+    proxy = await proxy_for(
+        BODY_500, start_upstream, start_proxy, recover_parse_failures=False, **NATIVE
+    )
+    resp = await proxy.post(path, json=body)
+    assert resp.status == 500
+    assert await resp.read() == BODY_500
+    other = b'{"error":{"code":500,"message":"Failed to parse input at pos 0: hello","type":"server_error"}}'
+    proxy = await proxy_for(other, start_upstream, start_proxy, **NATIVE)
+    resp = await proxy.post(path, json=body)
+    assert resp.status == 500
+    assert await resp.read() == other
