@@ -26,6 +26,8 @@ from proxy.core.errors import DialectError
 from proxy.core.ids import IdPool
 from proxy.core.jsonvalues import INVALID, JSONObject, dumps, loads
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
+from proxy.core.protocols.chat.grammar_calls import grammar_call
+from proxy.core.protocols.chat.reasoning import FIELDS, LeadingThink
 from proxy.core.protocols.chat.tooldelta import read_entry
 from proxy.core.protocols.native_calls import unwrapped
 from proxy.core.repairs import Repair, markup_kind
@@ -73,7 +75,6 @@ class _Fixer:
         self._request = request
         self._ids = ids
         self._repairs = repairs
-        self._markup_cut = False  # the choice's markup ended inside a call
         self._rules = (
             call_rules(options, RequestTools.from_chat(request.tools)) if request.tools else None
         )
@@ -83,8 +84,7 @@ class _Fixer:
         message = choice.get("message")
         if not isinstance(message, dict):
             return False
-        self._markup_cut = False
-        changed = False
+        changed = self._leading_think(message)
         if message.get("tool_calls") is None and choice.get("tool_calls") is not None:
             message["tool_calls"] = choice.pop("tool_calls")  # N4
             self._record(Repair.TOOL_CALLS_BESIDE_MESSAGE)
@@ -179,15 +179,19 @@ class _Fixer:
             self._record(Repair.TYPE_MISSING)
         out["type"] = "function"
         function: JSONObject = {}
-        name = entry.name
+        name, args = entry.name, entry.args
+        if name is None and (grammar := grammar_call(args)) is not None:
+            # TGI's grammar call, as a stream's at its end (chat/grammar_calls.py)
+            name, args = grammar
+            self._record(Repair.GRAMMAR_CALL)
         if name is None:
             self._record(Repair.NAME_MISSING)
             name = self._request.fallback_name
         if name is not None:
             function["name"] = name
-        if not entry.args:
+        if not args:
             self._record(Repair.EMPTY_ARGUMENTS)
-        function["arguments"] = entry.args or "{}"
+        function["arguments"] = args or "{}"
         function.update(entry.fn_extras)
         out["function"] = function
         out.update(entry.extras)
@@ -201,7 +205,7 @@ class _Fixer:
             new = _FINISH_MAP[finish]
         calls = message.get("tool_calls")
         if new == "stop" and isinstance(calls, list) and calls:
-            if self._markup_cut or any(map(_cut_off, calls)):
+            if any(map(_cut_off, calls)):
                 self._record(Repair.ARGS_TRUNCATED)  # no client may run a call cut off
                 new = "length"
             else:
@@ -210,6 +214,28 @@ class _Fixer:
         if new == finish:
             return False
         choice["finish_reason"] = new
+        return True
+
+    # -- a leading <think> block (issue 24 item 11) ------------------------------------------
+
+    def _leading_think(self, message: JSONObject) -> bool:
+        """Under ``think_in_content``, a leading ``<think>...</think>`` of the content is the
+        message's reasoning, as a stream's is (chat/reasoning.py): under the field
+        ``reasoning_field`` names (``reasoning_content`` for ``keep``), after any there."""
+        content = message.get("content")
+        if not self._options.think_in_content or not isinstance(content, str):
+            return False
+        think = LeadingThink()
+        reasoning, rest = think.feed(content)
+        more, tail = think.close()
+        if not think.found:
+            return False
+        self._record(Repair.THINK_IN_CONTENT)
+        field = self._options.reasoning_field
+        key = field if field in FIELDS else FIELDS[0]
+        earlier = message.get(key)
+        message[key] = (earlier if isinstance(earlier, str) else "") + reasoning + more
+        message["content"] = rest + tail
         return True
 
     # -- markup in text (Q32) ----------------------------------------------------------------
@@ -272,9 +298,8 @@ class _Fixer:
                     if calls:
                         calls[-1]["function"]["arguments"] = "".join(args) or "{}"
                     args = []
-        if calls and args:  # a call the extractor never closed
-            calls[-1]["function"]["arguments"] = "".join(args)
-            self._markup_cut = True
+        # no call is left open: the engine gives a call only once its markup closed, and a
+        # block that breaks or is cut comes back as text (issue 24 item 4)
         return calls
 
     def _record(self, repair: Repair) -> None:

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from proxy.core.options import RequestInfo, UpstreamOptions
+from proxy.core.protocols.chat.completion import normalize_completion
 from proxy.core.protocols.chat.grammar_calls import grammar_call, without_eos
 from tests.support.normalizer import run
 
@@ -110,3 +111,40 @@ def test_a_string_tool_choice_names_a_call_that_never_got_a_name() -> None:
 def test_a_string_tool_choice_that_names_no_tool_names_nothing() -> None:
     assert RequestInfo.from_body({"tools": TOOLS, "tool_choice": "auto"}).fallback_name is None
     assert RequestInfo.from_body({"tools": TOOLS, "tool_choice": "nope"}).fallback_name is None
+
+
+@pytest.mark.parametrize("as_object", [False, True], ids=["string", "object"])
+def test_a_whole_grammar_call_is_named_unwrapped_and_finishes_with_tool_calls(
+    as_object: bool,
+) -> None:
+    # stream: false (issue 24 item 3a): TGI's grammar output in a completion's message, the
+    # arguments as text with the end-of-sequence token, or as the object itself
+    arguments: object = json.loads(WRAPPED) if as_object else WRAPPED + "<|eot_id|>"
+    call = {"id": "", "type": "function", "function": {"name": None, "arguments": arguments}}
+    body = json.dumps(
+        {
+            "id": "",
+            "object": "chat.completion",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                    "finish_reason": "stop",
+                }
+            ],
+        }
+    ).encode()
+    out, repairs = normalize_completion(
+        body,
+        UpstreamOptions(),
+        RequestInfo.from_body({"tools": TOOLS}),
+        new_id=iter(f"id{n:07d}" for n in range(9)).__next__,
+    )
+    [choice] = json.loads(out)["choices"]
+    [fixed] = choice["message"]["tool_calls"]
+    assert fixed["function"]["name"] == "get_current_weather"
+    assert json.loads(fixed["function"]["arguments"]) == {"location": "Paris", "format": "celsius"}
+    assert choice["finish_reason"] == "tool_calls"
+    assert repairs["grammar-call"] == 1
+    assert "name-missing" not in repairs
+    assert "args-truncated" not in repairs

@@ -6,11 +6,13 @@ and both translate modes; off, the default, it stays text (tests/fixtures/field,
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
 
 from proxy.core.options import RequestInfo, UpstreamOptions
+from proxy.core.protocols.chat.completion import normalize_completion
 from proxy.core.protocols.chat.normalize import StreamNormalizer
 from proxy.core.protocols.chat.reasoning import LeadingThink
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
@@ -88,3 +90,31 @@ def test_the_fast_paths_give_the_same_bytes(tools: bool) -> None:
     assert (fast, count) == out(False)
     assert count == 1
     assert report.read_chat(fast).reasoning == "\nThe user wants the weather.\n"
+
+
+def _completion(content: str) -> bytes:
+    message = {"role": "assistant", "content": content}
+    choice = {"index": 0, "message": message, "finish_reason": "stop"}
+    return json.dumps({"id": "c", "object": "chat.completion", "choices": [choice]}).encode()
+
+
+@pytest.mark.parametrize("field", ["keep", "reasoning_content", "reasoning"])
+def test_a_whole_completions_leading_block_is_reasoning_under_the_option(field: str) -> None:
+    # stream: false (issue 24 item 3b), as a stream's: the block's text under the field the
+    # upstream's reasoning_field names (reasoning_content for keep), the rest the content
+    body = _completion("<think>\nThe user wants the weather.\n</think>\n\nIt is sunny in Paris.")
+    options = UpstreamOptions(think_in_content=True, reasoning_field=field)  # type: ignore[arg-type]
+    out, repairs = normalize_completion(body, options, RequestInfo(), new_id=counting_ids())
+    message = json.loads(out)["choices"][0]["message"]
+    key = "reasoning_content" if field == "keep" else field
+    assert message[key] == "\nThe user wants the weather.\n"
+    assert message["content"] == "\n\nIt is sunny in Paris."
+    assert repairs["think-in-content"] == 1
+    # off (the default), or content that does not start with the block: as it came
+    same, repairs = normalize_completion(
+        body, UpstreamOptions(), RequestInfo(), new_id=counting_ids()
+    )
+    assert same == body
+    assert not repairs
+    late = _completion("Hello <think>a</think>")
+    assert normalize_completion(late, options, RequestInfo(), new_id=counting_ids())[0] == late
