@@ -58,7 +58,9 @@ class BlockText:
         if self._stream.wire == "text" and extractor.passes(text):
             self._stream.write_block_event(block, event, payload, False)
             return
+        broken = extractor.extractor.broken
         segments = extractor.feed(text)
+        self._broken(extractor.extractor.broken - broken)
         if extractor.failed:
             self._failed(block)
         if segments == [Text(text)] and self._stream.wire == "text":
@@ -70,11 +72,19 @@ class BlockText:
         extractor = block.markup
         if extractor is None:
             return
+        broken = extractor.extractor.broken
         segments = extractor.close()
+        self._broken(extractor.extractor.broken - broken)
         if extractor.failed:
             self._failed(block)
         self._segments(block, segments)
         block.markup = None
+
+    def _broken(self, count: int) -> None:
+        """Markup that broke or stopped inside a call came back as text, the exact text it
+        was (issue 24 item 4): ``markup-broken``, as the chat path counts it."""
+        if count:
+            self._stream.repairs[Repair.MARKUP_BROKEN] += count
 
     def _failed(self, block: UpstreamBlock) -> None:
         """Extraction stops for the block; the text the dialect held comes back as text."""

@@ -109,6 +109,8 @@ def _split(
     except DialectError:
         repairs[Repair.DIALECT_ERROR] += 1
         return [block]
+    if extractor.broken:  # given back as the text it was (issue 24 item 4)
+        repairs[Repair.MARKUP_BROKEN] += extractor.broken
     if not any(isinstance(segment, CallOpen) for segment in segments):
         return [block]
     out: list[JSONObject] = []

@@ -179,10 +179,18 @@ class MessageText:
         extractor, up.extractor = up.extractor, None
         if extractor is None:
             return
+        broken = extractor.extractor.broken
         segments = extractor.close()
+        self._broken(extractor.extractor.broken - broken)
         if extractor.failed:
             self._items.repair(Repair.DIALECT_ERROR)
         self._segments(up, segments, extractor.extractor)
+
+    def _broken(self, count: int) -> None:
+        """Markup that broke or stopped inside a call came back as text, the exact text it
+        was (issue 24 item 4): ``markup-broken``, as the chat path counts it."""
+        if count:
+            self._items.repairs[Repair.MARKUP_BROKEN] += count
 
     def _delta(self, up: UpstreamItem, ev: WireEvent) -> None:
         text = str(ev.get("delta") or "")
@@ -190,7 +198,9 @@ class MessageText:
         if extractor is None or extractor.passes(text):
             segments: list[Segment] = [Text(text)] if text else []
         else:
+            broken = extractor.extractor.broken
             segments = extractor.feed(text)
+            self._broken(extractor.extractor.broken - broken)
             if extractor.failed:
                 self._items.repair(Repair.DIALECT_ERROR)
                 up.extractor = None
