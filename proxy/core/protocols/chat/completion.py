@@ -27,9 +27,10 @@ from proxy.core.ids import IdPool
 from proxy.core.jsonvalues import INVALID, JSONObject, dumps, loads
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
 from proxy.core.protocols.chat.grammar_calls import grammar_call
-from proxy.core.protocols.chat.reasoning import FIELDS, LeadingThink
+from proxy.core.protocols.chat.reasoning import FIELDS
 from proxy.core.protocols.chat.tooldelta import read_entry
 from proxy.core.protocols.native_calls import unwrapped
+from proxy.core.protocols.think import leading_think
 from proxy.core.repairs import Repair, markup_kind
 
 if TYPE_CHECKING:
@@ -225,17 +226,15 @@ class _Fixer:
         content = message.get("content")
         if not self._options.think_in_content or not isinstance(content, str):
             return False
-        think = LeadingThink()
-        reasoning, rest = think.feed(content)
-        more, tail = think.close()
-        if not think.found:
+        split = leading_think(content)
+        if split is None:
             return False
         self._record(Repair.THINK_IN_CONTENT)
         field = self._options.reasoning_field
         key = field if field in FIELDS else FIELDS[0]
         earlier = message.get(key)
-        message[key] = (earlier if isinstance(earlier, str) else "") + reasoning + more
-        message["content"] = rest + tail
+        message[key] = (earlier if isinstance(earlier, str) else "") + split[0]
+        message["content"] = split[1]
         return True
 
     # -- markup in text (Q32) ----------------------------------------------------------------

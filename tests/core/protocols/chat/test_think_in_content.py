@@ -16,6 +16,7 @@ from proxy.core.protocols.chat.completion import normalize_completion
 from proxy.core.protocols.chat.normalize import StreamNormalizer
 from proxy.core.protocols.chat.reasoning import LeadingThink
 from proxy.core.protocols.chat.sse_stream import ChatSSEStream
+from proxy.core.protocols.think import leading_think
 from tests.fixtures.field import report
 from tests.support.normalizer import counting_ids, eventwise
 
@@ -58,7 +59,7 @@ def split(pieces: list[str]) -> tuple[str, str]:
     return reasoning + r, content + c
 
 
-@pytest.mark.parametrize(
+SPLITS = pytest.mark.parametrize(
     ("text", "expected"),
     [
         ("<think>a</think>b", ("a", "b")),
@@ -68,6 +69,9 @@ def split(pieces: list[str]) -> tuple[str, str]:
         ("<think>a</think>b<think>c</think>", ("a", "b<think>c</think>")),  # only the first
     ],
 )
+
+
+@SPLITS
 def test_a_leading_block_is_split_however_the_text_is_cut(
     text: str, expected: tuple[str, str]
 ) -> None:
@@ -118,3 +122,11 @@ def test_a_whole_completions_leading_block_is_reasoning_under_the_option(field: 
     assert not repairs
     late = _completion("Hello <think>a</think>")
     assert normalize_completion(late, options, RequestInfo(), new_id=counting_ids())[0] == late
+
+
+@SPLITS
+def test_a_whole_text_splits_as_a_stream_does(text: str, expected: tuple[str, str]) -> None:
+    # the answers that are not streamed (protocols/think.py) take the stream's split
+    found = leading_think(text)
+    assert (found if found is not None else ("", text)) == expected
+    assert (found is not None) == text.lstrip().startswith("<think>")

@@ -26,6 +26,7 @@ from proxy.core.protocols.messages.native.fields import block_start, message_del
 from proxy.core.protocols.messages.native.model import extracts, input_parses
 from proxy.core.protocols.messages.request import convert_tools
 from proxy.core.protocols.native_calls import changes, whole_calls
+from proxy.core.protocols.think import leading_think
 from proxy.core.repairs import Repair, markup_kind
 
 
@@ -43,6 +44,8 @@ def repair_message(
     names = check_names(options.dialects) if extracts(request) else ()
     tools = convert_tools(request.get("tools")) if names else []
     content: list[Any] = []
+    if options.think_in_content:
+        message["content"] = _leading_think(message["content"], repairs)
     for block in message["content"]:
         if not isinstance(block, dict):
             content.append(block)
@@ -86,6 +89,23 @@ def repair_message(
     if not changes(repairs):
         return body, repairs
     return orjson.dumps(message), repairs
+
+
+def _leading_think(blocks: list[Any], repairs: Counter[str]) -> list[Any]:
+    """Under ``think_in_content`` (issue 24 item 11), a first text block that begins with a
+    ``<think>`` block: a thinking block of its text (no signature: none was made), then the
+    text block with the rest (none when nothing is left)."""
+    first = blocks[0] if blocks else None
+    if not isinstance(first, dict) or first.get("type") != "text":
+        return blocks
+    text = first.get("text")
+    split = leading_think(text) if isinstance(text, str) else None
+    if split is None:
+        return blocks
+    repairs[Repair.THINK_IN_CONTENT] += 1
+    thinking = {"type": "thinking", "thinking": split[0], "signature": ""}
+    rest = [{**first, "text": split[1]}] if split[1].strip() else []
+    return [thinking, *rest, *blocks[1:]]
 
 
 def _input_text(block: JSONObject) -> str | None:

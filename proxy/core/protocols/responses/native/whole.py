@@ -19,6 +19,7 @@ from proxy.core.jsonvalues import JSONObject, loads
 from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.native_calls import changes, whole_calls
 from proxy.core.protocols.responses.native.request import NativeRequest
+from proxy.core.protocols.think import leading_think
 from proxy.core.repairs import Repair
 
 
@@ -34,6 +35,8 @@ def repair_completion(
     if not isinstance(response, dict) or not isinstance(response.get("output"), list):
         return body, repairs
     numbers = itertools.count(1)
+    if options.think_in_content and new_id is not None:
+        response["output"] = _leading_think(response["output"], new_id, repairs)
     for item in response["output"]:
         if not isinstance(item, dict) or item.get("type") != "function_call":
             continue
@@ -75,3 +78,26 @@ def _entry_item(new_id: Callable[[], str], name: str, arguments: str) -> JSONObj
         "call_id": "call_" + new_id(),
         "name": name,
     }
+
+
+def _leading_think(
+    output: list[object], new_id: Callable[[], str], repairs: Counter[str]
+) -> list[object]:
+    """Under ``think_in_content`` (issue 24 item 11), a first item that is a message whose
+    first text begins with a ``<think>`` block: a reasoning item of its text (a summary, as
+    translate mode writes reasoning) before the message, which keeps the rest."""
+    first = output[0] if output else None
+    if not isinstance(first, dict) or first.get("type") != "message":
+        return output
+    parts = first.get("content")
+    part = parts[0] if isinstance(parts, list) and parts else None
+    if not isinstance(part, dict) or part.get("type") != "output_text":
+        return output
+    text = part.get("text")
+    split = leading_think(text) if isinstance(text, str) else None
+    if split is None:
+        return output
+    repairs[Repair.THINK_IN_CONTENT] += 1
+    part["text"] = split[1]
+    summary = [{"type": "summary_text", "text": split[0]}]
+    return [{"id": "rs_" + new_id(), "type": "reasoning", "summary": summary}, *output]
