@@ -481,3 +481,19 @@ def test_a_native_stream_cut_inside_the_wrapper_gives_it_back_as_it_came(name: s
     out = b"".join([*native.feed(body), *native.close(complete=False)])
     assert b"San Francisco" in out  # what was held goes out, as the upstream sent it
     assert b'"name":"weather"' not in out
+
+
+def test_a_native_responses_wrapper_without_its_arguments_done_is_split_at_its_item_end():
+    # llama-server's /v1/responses sends no function_call_arguments.done: the item's
+    # output_item.done ends the wrapper's arguments, whole
+    stream = _field("openai-parallel-wrapper.responses.sse")
+    events = stream.body.split(b"\n\n")
+    body = b"\n\n".join(e for e in events if b"function_call_arguments.done" not in e)
+    native = CLIENT_PROTOCOLS["responses"].native(
+        new_id=_counting("n"), request=report.responses_request(stream), options=report.options()
+    )
+    out = b"".join([*native.feed(body), *native.close(complete=True)])
+    seen = report.read_responses(out)
+    assert [c["name"] for c in seen.calls] == ["weather", "cityAttractions"]
+    assert seen.end == "response.completed"
+    assert native.repairs[Repair.PARALLEL_WRAPPER] == 1

@@ -190,6 +190,10 @@ class NativeCalls:
         there, then the name and call_id it brings to a nameless call, and the end."""
         if isinstance(done, dict):
             self.args_in_done(call, done.get("arguments"))
+            if call.state is SUSPECT and call.wrapper and call.args.complete() is not INVALID:
+                # the item ended with the wrapper's arguments whole, without their .done
+                # (llama-server sends none): they are complete, and it splits (issue 24 item 6)
+                self.call_input(call, COMPLETE)
         if call.state is NAMELESS:
             later = done if isinstance(done, dict) else {}
             name, call_id = later.get("name"), later.get("call_id")
