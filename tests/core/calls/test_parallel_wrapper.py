@@ -497,3 +497,33 @@ def test_a_native_responses_wrapper_without_its_arguments_done_is_split_at_its_i
     assert [c["name"] for c in seen.calls] == ["weather", "cityAttractions"]
     assert seen.end == "response.completed"
     assert native.repairs[Repair.PARALLEL_WRAPPER] == 1
+
+
+@FORMS
+def test_a_wrapper_written_as_markup_becomes_its_calls(coalesce: bool):
+    # the same call as the model's markup in content (hermes), recovered through the table
+    arguments = {"tool_uses": TWO}
+    text = "Sure. <tool_call>" + json.dumps({"name": "parallel", "arguments": arguments})
+    text += "</tool_call>"
+    body = b"".join(
+        [
+            _chunk({"role": "assistant", "content": ""}),
+            *(_chunk({"content": text[at : at + 5]}) for at in range(0, len(text), 5)),
+            _chunk({}, "stop"),
+            b"data: [DONE]\n\n",
+        ]
+    )
+    out, normalizer = run(
+        body,
+        options=UpstreamOptions(coalesce=coalesce, dialects=("hermes",)),
+        request=RequestInfo.from_body(chat_request()),
+    )
+    seen = strict_checker.reconstruct(out).choices[0]
+    assert [(c[0], c[2], c[3]) for c in chat_calls(out)] == [
+        (0, "weather", {"location": "San Francisco"}),
+        (1, "cityAttractions", {"city": "Rome"}),
+    ]
+    assert "".join(seen.content) == "Sure. "
+    assert seen.finish_reason == "tool_calls"
+    assert strict_checker.check(out, form="S2" if coalesce else "S1") == []
+    assert normalizer.repairs[Repair.PARALLEL_WRAPPER] == 1
