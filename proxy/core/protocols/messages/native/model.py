@@ -12,6 +12,7 @@ from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup.fail_open import FailOpen
 from proxy.core.markup.jsonscan import JsonValue
 from proxy.core.protocols.messages.native.lifecycle import BlockPhase
+from proxy.core.protocols.think import LeadingThink
 from proxy.core.sse import Event
 
 
@@ -75,6 +76,10 @@ class UpstreamBlock:
     end: InputEnd = field(default_factory=InputEnd)  #: where a tool block's input ends
     markup: FailOpen | None = None  #: a text block's markup parser
     call: ToolCall | None = None  #: a tool_use block's call
+    #: the message's first text block under ``think_in_content``: its leading <think> block
+    #: is split off (structure.py), its start held until the text says whether it has one
+    think: LeadingThink | None = None
+    think_start: Item | None = None
     phase: BlockPhase = BlockPhase.OPEN  #: where it is in its lifecycle (lifecycle.py BLOCK)
 
 

@@ -95,6 +95,7 @@ class NativeMessages(BlockFlow):
             convert_tools(self._request.get("tools")) if dialects else [],
             dedupe=options.dedupe_calls,
             starting=self._ensure_started,
+            think=options.think_in_content,
         )
         self.calls.follow(self._request, options)  # issue 25: the arguments at each call's end
         self._phase = Phase.NEW  # the message's (lifecycle.py)
@@ -118,6 +119,8 @@ class NativeMessages(BlockFlow):
         while self.pending:  # a tool block that never stopped still holds events
             self.finish_active(Repair.BLOCK_STOP_MISSING)
             self.drain(self._dispatch)
+        if self.active is not None:  # a <think> split's held text goes out, even on a cut
+            self.close_think(self.active)
         self.end_active_input(cut=not complete)
         if complete and self._phase in STARTED:
             self._end_message()
@@ -168,6 +171,8 @@ class NativeMessages(BlockFlow):
         active = self.active
         if active is not None and active.markup is not None:
             held += active.markup.extractor.held
+        if active is not None and active.think is not None:
+            held += active.think.held
         return held > options.max_held_bytes or tally.kept > options.max_response_body_bytes
 
     def _give_up(self, *, counted: bool) -> None:

@@ -32,9 +32,15 @@ from proxy.core.markup.fail_open import fail_open
 from proxy.core.protocols.messages.native import fields as native_fields
 from proxy.core.protocols.messages.native.calls import ToolCalls
 from proxy.core.protocols.messages.native.lifecycle import BlockPhase, BlockStep, block_after
-from proxy.core.protocols.messages.native.model import ToolCall, UpstreamBlock, input_parses
+from proxy.core.protocols.messages.native.model import (
+    Item,
+    ToolCall,
+    UpstreamBlock,
+    input_parses,
+)
 from proxy.core.protocols.messages.native.text import BlockText
 from proxy.core.protocols.messages.wire import encode
+from proxy.core.protocols.think import LeadingThink
 from proxy.core.repairs import Repair
 from proxy.core.sse import Event, encode_event
 
@@ -54,6 +60,7 @@ class BlockFlow:
         *,
         dedupe: bool,
         starting: Callable[[], None],
+        think: bool = False,
     ) -> None:
         self._new_id = new_id
         self.dialects = dialects
@@ -74,6 +81,8 @@ class BlockFlow:
         self._blocks: dict[int, UpstreamBlock] = {}  # the current generation's, by upstream index
         self.active: UpstreamBlock | None = None  # the upstream block being streamed
         self.text = BlockText(self)  # markup in text blocks
+        #: think_in_content: the message's first block, if text, may begin with <think>
+        self._think_first = think
 
     def new_id(self) -> str:
         return self._new_id()
@@ -107,6 +116,7 @@ class BlockFlow:
         rewriting); text a dialect holds goes out as text first."""
         active = self.active
         if active is not None:
+            self.close_think(active)
             self.text.close_markup(active)
         held = [*more, *((at, event.raw) for at, event, _ in self.pending)]
         self.pending.clear()
@@ -150,6 +160,11 @@ class BlockFlow:
             return True
         if kind == "text" and self.dialects:
             current.markup = fail_open(build_extractor(self.dialects, self._tools))
+        first, self._think_first = self._think_first, False
+        if first and kind == "text" and self.wire is None and self.calls.calls.next_index == 0:
+            current.think, current.think_start = LeadingThink(), (event, payload, changed)
+            self.held_bytes += len(event.raw)
+            return True
         self.start_wire(current, event, payload, changed)
         return True
 
@@ -160,6 +175,9 @@ class BlockFlow:
             return
         changed = self.note_all(native_fields.delta(payload))
         delta = payload["delta"] if isinstance(payload.get("delta"), dict) else {}
+        thinking = block.think is not None and delta.get("type") == "text_delta"
+        if thinking and self._thinks(block, delta["text"]):
+            return
         if block.call is not None:
             ended = self.calls.call_delta(block, block.call, event, payload, changed, delta)
             if ended and self.pending:
@@ -177,6 +195,7 @@ class BlockFlow:
         was, block.phase = block.phase, block_after(block.phase, BlockStep.UPSTREAM_STOPS)
         if was is not _OPEN:
             return  # stopped already, when the next block started
+        self.close_think(block)
         self.text.close_markup(block)
         self.active = None
         if block.call is not None:
@@ -203,12 +222,77 @@ class BlockFlow:
         if repair is not None:
             self.note(repair)
         block.phase = block_after(block.phase, BlockStep.PROXY_STOPS)
+        self.close_think(block)
         self.text.close_markup(block)
         self.active = None
         if block.call is not None:
             self.calls.end_input(block.call)
         self._check_input(block)  # after the input's end: what heal_arguments made of it
         self.stop_wire()
+
+    # -- a leading <think> block (think_in_content; issue 24 item 11)
+
+    def close_think(self, block: UpstreamBlock) -> None:
+        """The block's text ends (or the stream gives up): what the splitter holds goes out."""
+        if block.think is not None:
+            self._think_out(block, *block.think.close())
+
+    def _thinks(self, block: UpstreamBlock, text: str) -> bool:
+        """A text delta of the first text block, through the splitter; False when the block's
+        first text says it has no <think> block: its start goes out as it came and the delta
+        goes on as any (a stream without one keeps its bytes)."""
+        think = block.think
+        assert think is not None
+        held = think.held
+        reasoning, content = think.feed(text)
+        if not held and think.done and not think.found:
+            block.think = None
+            start = self._let_go_start(block)
+            assert start is not None
+            self.start_wire(block, *start)
+            return False
+        self._think_out(block, reasoning, content)
+        return True
+
+    def _think_out(self, block: UpstreamBlock, reasoning: str, content: str) -> None:
+        """What the first text block's splitter gave: reasoning as a thinking block of the
+        proxy's (no signature: none was made), then the text as a text block: the upstream's
+        own start when it had no <think> block, else one of the proxy's."""
+        think = block.think
+        assert think is not None
+        if reasoning:
+            if self.wire != "thinking":
+                self._let_go_start(block)
+                self.open_wire({"type": "thinking", "thinking": "", "signature": ""})
+            delta = {"type": "thinking_delta", "thinking": reasoning}
+            self.emit({"type": "content_block_delta", "index": self._wire_index, "delta": delta})
+        if not think.done:
+            return
+        block.think = None
+        start = self._let_go_start(block)
+        if think.found:
+            self.note(Repair.THINK_IN_CONTENT)
+            block.index = self.open_wire({"type": "text", "text": ""})
+        else:
+            assert start is not None
+            self.start_wire(block, *start)
+        if content:
+            payload: JSONObject = {
+                "type": "content_block_delta",
+                "index": block.index,
+                "delta": {"type": "text_delta", "text": content},
+            }
+            event = Event(encode(payload), event="content_block_delta")
+            if block.markup is not None:
+                self.text.markup_delta(block, event, payload, content)
+            else:
+                self.write_block_event(block, event, payload, False)
+
+    def _let_go_start(self, block: UpstreamBlock) -> Item | None:
+        start, block.think_start = block.think_start, None
+        if start is not None:
+            self.held_bytes -= len(start[0].raw)
+        return start
 
     def end_active_input(self, *, cut: bool) -> None:
         """The stream ends: the input of a tool block still streamed ends here."""
