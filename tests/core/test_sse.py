@@ -14,6 +14,7 @@ from proxy.core.sse import (
     Event,
     RawBytes,
     SSEDecoder,
+    done_in,
     encode_event,
     plain_data,
     plain_datas,
@@ -379,3 +380,11 @@ def test_the_data_of_plain_events_is_what_the_decoder_reads():
     assert plain_datas(read) == [e.data for e in events if isinstance(e, Event)]
     one = b'data: {"a": 1}\n\n'
     assert plain_data(one) == b'{"a": 1}' == plain_datas(one)[0]
+
+
+def test_done_is_looked_for_where_each_event_of_a_plain_read_starts() -> None:
+    text = b'data: {"choices":[{"delta":{"content":"[DONE]"}}]}\n\n'
+    assert done_in(b"data: [DONE]\n\n", 1)
+    assert not done_in(text, 1)  # only text that says it
+    assert done_in(text + b"data: [DONE]\n\n", 2)
+    assert not done_in(text + text, 2)

@@ -17,7 +17,11 @@ from typing import Final
 def interest_pattern(text_keys: tuple[str, ...]) -> re.Pattern[bytes]:
     """A pattern found in the data of every chunk the normalizer may have to change: one with
     tool calls, a finish reason that is not null, an error, or text in ``text_keys`` (when
-    markup extraction is on). One regex search in C costs less than any parse."""
+    markup extraction is on). One regex search in C costs less than any parse.
+
+    It also finds a usage object (proxy/core/usage.py), which changes nothing but which the
+    usage reader wants to see: ``uninteresting`` tells the two apart, so that one search
+    answers both (a second search for the usage key was a tenth of a passed event's cost)."""
     alternatives = [
         rb'"tool_calls"',
         rb'"error"',
@@ -26,8 +30,23 @@ def interest_pattern(text_keys: tuple[str, ...]) -> re.Pattern[bytes]:
             rb'"' + re.escape(key.encode()) + rb'"[ \t\r\n]*+:[ \t\r\n]*+"(?!")'
             for key in text_keys
         ),
+        # no group: a named one made every search ten times slower
+        rb'"usage"[ \t\r\n]*+:[ \t\r\n]*+\{',
     ]
     return re.compile(b"|".join(alternatives))
+
+
+def uninteresting(pattern: re.Pattern[bytes], data: bytes) -> bool | None:
+    """None when ``pattern`` (an ``interest_pattern``) finds something the normalizer may
+    change in ``data``; else whether it found a usage object on the way."""
+    found = pattern.search(data)
+    usage = False
+    while found is not None:
+        if not data.startswith(b'"usage"', found.start()):
+            return None
+        usage = True
+        found = pattern.search(data, found.end())
+    return usage
 
 
 _CHUNK_OBJECT: Final = re.compile(rb'"object"[ \t\r\n]*+:[ \t\r\n]*+"chat\.completion\.chunk"')

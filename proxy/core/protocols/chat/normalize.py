@@ -61,7 +61,12 @@ from proxy.core.markup import reasoning_names
 from proxy.core.options import RequestInfo, UpstreamOptions
 from proxy.core.parse_failure import chat_chunks, error_message, recover
 from proxy.core.protocols.chat.choice import ChoiceNormalizer
-from proxy.core.protocols.chat.chunks import envelope_unsure, envelopes_sure, interest_pattern
+from proxy.core.protocols.chat.chunks import (
+    envelope_unsure,
+    envelopes_sure,
+    interest_pattern,
+    uninteresting,
+)
 from proxy.core.protocols.chat.completion import normalize_completion
 from proxy.core.protocols.chat.early_finish import FinishHold
 from proxy.core.protocols.chat.fast import HeldRepeat, ShapeRepeat, sole_field
@@ -71,14 +76,13 @@ from proxy.core.protocols.chat.sent import (
     Passed,
     ReadSent,
     Released,
-    SaidRead,
     Sent,
     own_sent,
     size,
 )
 from proxy.core.protocols.chat.tooldelta import read_choices
 from proxy.core.repairs import Repair
-from proxy.core.sse import DONE, Event, RawBytes, encode_event, plain_data
+from proxy.core.sse import DONE, Event, RawBytes, done_in, encode_event, plain_data
 from proxy.core.usage import USAGE, UsageSeen, chat_tokens
 
 __all__ = [
@@ -192,9 +196,8 @@ class StreamNormalizer:
         carries its texts (``SaidRead``: what the bridge reads); off (a chat
         client's stream, which writes bytes), as its chat bytes, so that the usual read makes
         no value at all."""
-        if self._queue or self._roles_due or b"[DONE]" in data or self._ctx.finishes_held:
+        if self._queue or self._roles_due or self._ctx.finishes_held or done_in(data, events):
             return None
-        one: bytes | SaidRead
         if self._raw:  # nothing is counted against the cap any more
             if USAGE in data:
                 self.usage.passed_read(data)
@@ -208,22 +211,23 @@ class StreamNormalizer:
                     return None  # fed ahead: parsed and processed as the event is fed
                 self._data_seen = True
                 return self._give_up() if self._over_cap() else []
-        if self._repeat is not None and (said := self._repeat.take_read(data, events, texts)):
-            one = said
-        elif self._interesting.search(data) is None and envelopes_sure(data, events):
-            # nothing of it is held or kept: the cap, not reached before it, is not now
-            if USAGE in data:
+        repeat = self._repeat
+        if repeat is not None and (said := repeat.take_read(data, events, texts)):
+            if repeat.usage:  # its envelope holds one: so does every repeat's (chat/fast.py)
                 self.usage.passed_read(data)
             self._data_seen = True
-            return data
-        else:
+            # text that went out as it came holds nothing; argument text is kept
+            if repeat.key is not None and self._over_cap():
+                return [said, *self._give_up()]
+            return said
+        usage = uninteresting(self._interesting, data)
+        if usage is None or not envelopes_sure(data, events):
             return None
-        if USAGE in data:
+        # nothing of it is held or kept: the cap, not reached before it, is not now
+        if usage:
             self.usage.passed_read(data)
         self._data_seen = True
-        if self._over_cap():
-            return [one, *self._give_up()]
-        return one
+        return data
 
     @property
     def held_bytes(self) -> int:
@@ -262,17 +266,17 @@ class StreamNormalizer:
                 held = self._held.take(data)
                 if held is not None:
                     return [] if held else self._chunk(item, data, ahead=True)
-            if self._repeat is not None and (said := self._repeat.take_event(item, data)):
+            repeat = self._repeat
+            if repeat is not None and (said := repeat.take_event(item, data)):
+                if repeat.usage:
+                    self.usage.passed(data)
                 return self._send([said])
-        if (
-            self.fast
-            and not self._roles_due
-            and self._interesting.search(data) is None
-            and not envelope_unsure(data)
-        ):
-            if USAGE in data:
-                self.usage.passed(data)
-            return self._send([item])
+        if self.fast and not self._roles_due:
+            usage = uninteresting(self._interesting, data)
+            if usage is not None and not envelope_unsure(data):
+                if usage:
+                    self.usage.passed(data)
+                return self._send([item])
         return self._chunk(item, data)
 
     def close(self, *, complete: bool) -> list[Sent]:
