@@ -112,6 +112,10 @@ class SSEDecoder:
         in its bytes may forward it whole without feeding it here (``whole_events``): a
         handful of byte counts in C instead of an Event per event.
         """
+        if self._first_line and not self._buf and chunk.startswith(b"data: "):
+            # no byte order mark: the first line is like any other, and feeding it would
+            # leave the decoder so
+            self._first_line = False
         if (
             self._buf
             or self._first_line

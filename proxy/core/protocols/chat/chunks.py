@@ -52,16 +52,30 @@ def uninteresting(pattern: re.Pattern[bytes], data: bytes) -> bool | None:
 _CHUNK_OBJECT: Final = re.compile(rb'"object"[ \t\r\n]*+:[ \t\r\n]*+"chat\.completion\.chunk"')
 
 
-def envelope_unsure(data: bytes) -> bool:
+def envelope_unsure(data: bytes, *, one: bool = False) -> bool:
     """Whether a chunk may need its envelope repaired: it may not say ``"object":
     "chat.completion.chunk"`` (openai-python's stream helper drops such chunks), or one of its
     choices may lack a ``delta`` (Q29). The compact spelling costs one ``in`` test. Choices
     are counted by their ``index`` (tool-call entries have one too, but those chunks are
-    parsed anyway); only a choice with neither, beside others that have both, goes unseen."""
+    parsed anyway); only a choice with neither, beside others that have both, goes unseen.
+    ``one``: the chunk must also have one choice (one ``delta``, one ``index``), as
+    ``role_first`` asks."""
     if b'"object":"chat.completion.chunk"' not in data and _CHUNK_OBJECT.search(data) is None:
         return True
     deltas = data.count(b'"delta"')
+    if one:
+        return deltas != 1 or data.count(b'"index"') != 1
     return deltas == 0 or deltas < data.count(b'"index"')
+
+
+_ROLE_FIRST: Final = b'"delta":{"role":'
+
+
+def role_first(data: bytes) -> bool:
+    """Whether a chunk's delta begins with its role, the compact spelling (the first chunk
+    of nearly every server): in a chunk of one choice, that choice's first delta has it. Any
+    other spelling is parsed."""
+    return _ROLE_FIRST in data
 
 
 def envelopes_sure(data: bytes, events: int) -> bool:

@@ -184,6 +184,30 @@ def test_the_fast_paths_are_taken_when_on_and_only_then(monkeypatch):
     assert taken[True] < data_events // 4
 
 
+@pytest.mark.parametrize("shape", ["content", "toolcall", "hermes"])
+def test_the_first_chunk_with_its_role_goes_out_as_it_came_unparsed_when_on(shape, monkeypatch):
+    # issue 29, the first events of a stream: a request that offered tools has its first
+    # chunk's role looked at; a chunk whose one delta begins with it is judged by its bytes
+    parsed: list[bytes] = []
+
+    def counting(data: bytes | str) -> object:
+        parsed.append(data if isinstance(data, bytes) else data.encode())
+        return loads(data)
+
+    monkeypatch.setattr(normalize, "loads", counting)
+    events = [t.event(b"T%016d" % i) for i, t in enumerate(templates(model_name(shape, 5, 0)))]
+    assert b'"delta":{"role":"assistant"' in events[0]
+    case = {"request": "bench-tools", "complete": True, "dialects": ("hermes",)}
+    stream = ChatSSEStream(_normalizer(case, fast=True))
+    [first] = stream.feed(events[0])
+    assert first is events[0]
+    assert parsed == []
+    for event in events[1:]:
+        stream.feed(event)
+    assert not any(b'"role"' in data for data in parsed)
+    assert parsed  # the rest still takes the paths it took
+
+
 @pytest.mark.parametrize("held", [0, 40, 300, 1000, 4096])
 def test_a_held_markup_call_reaches_the_cap_at_the_same_byte_with_the_fast_paths_off(held):
     # hermes markup one token a chunk: the call is held until its markup ends (issue 24
