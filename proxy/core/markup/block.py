@@ -173,6 +173,11 @@ class BlockParser:
             elif not isinstance(segment, CallArgs) or segment.text:
                 self._call.append(segment)
 
+    def emit_args(self, text: str) -> None:
+        """``emit(CallArgs(text))`` inside the open call (``takes_run``'s one segment)."""
+        if text:
+            self._call.append(CallArgs(text))
+
     # -- matching helpers: each returns None when more text is needed ------------------------
 
     def text_follows(self, final: bool, missing: str) -> bool:

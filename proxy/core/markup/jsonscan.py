@@ -278,7 +278,8 @@ class JsonCall:
             or not value.string_run(text)
         ):
             return False
-        self._arguments(text)
+        self._args.append(text)
+        self._block.emit_args(text)  # the call is open: it has its name
         return True
 
     def _arguments(self, piece: str) -> None:
@@ -318,7 +319,7 @@ class JsonArgs:
         if value is None or self.done or not value.string_run(text):
             return False
         self._parts.append(text)
-        self._block.emit(CallArgs(text))
+        self._block.emit_args(text)
         return True
 
     def step(self, final: bool) -> bool:
