@@ -194,12 +194,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--checkout",
         help="a commit or a folder with a proxy package: pair its core with this tree's "
-        "in one process (bench/core_pair.py; the length table is left out)",
+        "in one process (bench/core_pair.py; the length table is left out); several, "
+        "comma-separated: each and this tree against the first, in the same rounds",
     )
     parser.add_argument(
         "--rounds", type=int, default=41, help="paired rounds of --checkout, best of them"
     )
     args = parser.parse_args(argv)
+    if args.checkout and "," in args.checkout:
+        from bench.core_pair import revs_table
+
+        revs = [r for r in args.checkout.split(",") if r]
+        print(revs_table(revs, [s for s in args.shapes.split(",") if s], args.streams, args.rounds))
+        return 0
     if args.checkout:
         from bench.core_pair import pair_table
 

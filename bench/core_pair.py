@@ -10,6 +10,10 @@ moment apart, saw the same load); the microseconds are upper bounds.
 
 ``REV`` is a folder holding a ``proxy`` package, or a commit of this repository, whose
 ``proxy`` folder is taken out once into ~/.cache/toolcall-proxy/checkouts/.
+
+``--checkout A,B,C`` pairs several revisions with this tree in the same rounds (every round
+runs each once, the order alternating), each against the first: what a bisection over a
+range of commits wants, every revision seeing the same machine as the base.
 """
 
 from __future__ import annotations
@@ -137,6 +141,49 @@ def pair_table(rev: str, shapes: list[str], streams: int, rounds: int) -> str:
                     f"({min(now) / min(was):.2f}; {ratios[len(ratios) // 2]:.2f})"
                 )
             lines.append(f"| {shape} | " + " | ".join(cells) + " |")
+    finally:
+        for n in [n for n in sys.modules if _ours(n)]:
+            del sys.modules[n]
+        sys.modules.update(here)
+    return "\n".join(lines)
+
+
+def revs_table(revs: list[str], shapes: list[str], streams: int, rounds: int) -> str:
+    """The median of the rounds' own ratios of each of ``revs[1:]`` and of this tree against
+    ``revs[0]``, all run in the same rounds, per shape and read."""
+    roots = [checkout(rev) for rev in revs]
+
+    def build() -> dict[tuple[str, int], tuple[Run, int]]:
+        return {(s, n): runner(s, n, streams) for s in shapes for n in READS.values()}
+
+    here = {n: m for n, m in sys.modules.items() if _ours(n)}
+    loaded = [load(rev, root, build) for rev, root in zip(revs, roots, strict=True)]
+    loaded.append(load("this tree", None, build))
+    names = [*revs[1:], "this tree"]
+    lines = [
+        f"base: {revs[0]}; us/event of the base (best of {rounds} rounds, CPU time), then per "
+        "revision the median of the rounds' own revision/base, all in the same rounds, order "
+        "alternated",
+        "",
+        "| shape | read | base us | " + " | ".join(names) + " |",
+        "|---|---|--:|" + "--:|" * len(names),
+    ]
+    try:
+        for shape in shapes:
+            for read, per_read in READS.items():
+                runs = [(package, built[shape, per_read][0]) for package, built in loaded]
+                events = loaded[0][1][shape, per_read][1]
+                times = paired(runs, rounds)
+                base = times[0]
+                cells = []
+                for other in times[1:]:
+                    ratios = sorted(b / a for a, b in zip(base, other, strict=True))
+                    cells.append(f"{ratios[len(ratios) // 2]:.3f}")
+                lines.append(
+                    f"| {shape} | {read} | {min(base) * 1e6 / (streams * events):.2f} | "
+                    + " | ".join(cells)
+                    + " |"
+                )
     finally:
         for n in [n for n in sys.modules if _ours(n)]:
             del sys.modules[n]

@@ -150,3 +150,27 @@ def test_the_core_pair_loads_both_packages_side_by_side_and_tables_each_shape(tm
     assert [line.split(" | ")[0] for line in table.splitlines()[-2:]] == ["| plain", "| content"]
     assert table.splitlines()[-1].count("→") == 3
     assert sys.modules["proxy"] is proxy
+
+
+def test_several_revisions_are_paired_in_the_same_rounds_each_against_the_first(tmp_path):
+    # bench.core --checkout A,B: each revision and this tree against the first, one column
+    # a revision, one row a shape and read
+    import shutil
+    import sys
+
+    import proxy
+    from bench.core_pair import revs_table
+
+    for name in ("a", "b"):
+        shutil.copytree(
+            Path(core.__file__).parents[1] / "proxy",
+            tmp_path / name / "proxy",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+    table = revs_table([str(tmp_path / "a"), str(tmp_path / "b")], ["plain"], 1, 2)
+    lines = table.splitlines()
+    assert lines[2].endswith(f"| {tmp_path / 'b'} | this tree |")
+    assert [line.split(" | ")[:2] for line in lines[-3:]] == [
+        ["| plain", read] for read in ("1 event", "10 events", "1500 bytes")
+    ]
+    assert sys.modules["proxy"] is proxy

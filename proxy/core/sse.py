@@ -112,6 +112,10 @@ class SSEDecoder:
         in its bytes may forward it whole without feeding it here (``whole_events``): a
         handful of byte counts in C instead of an Event per event.
         """
+        if self._first_line and not self._buf and chunk.startswith(b"data: "):
+            # no byte order mark: the first line is like any other, and feeding it would
+            # leave the decoder so
+            self._first_line = False
         if (
             self._buf
             or self._first_line
@@ -282,6 +286,15 @@ def plain_data(event: bytes) -> bytes:
 def plain_datas(read: bytes) -> list[bytes]:
     """The data of each event of a read of whole one-line data events (``plain_events``)."""
     return [event[6:] for event in read[:-2].split(b"\n\n")]
+
+
+def done_in(read: bytes, events: int) -> bool:
+    """Whether a read of ``events`` whole one-line data events (``plain_events``) may hold
+    Chat Completions' ``[DONE]``: an event whose data starts with it. Looked for where each
+    event's data starts, so that the usual read of one event costs no search."""
+    if read.startswith(b"data: [DONE]"):
+        return True
+    return events > 1 and b"\n\ndata: [DONE]" in read
 
 
 def encode_event(data: bytes, *, event: str | None = None) -> bytes:

@@ -92,6 +92,20 @@ def test_the_chat_stream_gets_the_call_instead_of_the_error(coalesce: bool) -> N
     assert normalizer.repairs[Repair.PARSE_FAILURE_RECOVERED] == 1
 
 
+def test_the_recovered_calls_follow_the_role_the_stream_gave_without_a_second_one() -> None:
+    # the stream's first chunk gives the role; it may go out unparsed (issue 29: the first
+    # chunk on the fast path), and the recovered chunks must not say it again
+    for pieces in ([CHAT], eventwise(CHAT), bytewise(CHAT)):
+        out, _ = run(pieces, request=WEATHER)
+        roles = [
+            choice["delta"].get("role")
+            for line in out.split(b"\n\n")
+            if line.startswith(b"data: {")
+            for choice in json.loads(line[6:]).get("choices", [])
+        ]
+        assert [role for role in roles if role is not None] == ["assistant"]
+
+
 def test_llama_cpps_error_field_line_is_recovered_too() -> None:
     head = CHAT[: CHAT.index(b'data: {"error"')]
     error = {"code": 500, "message": failure(QWEN_BLOCK), "type": "server_error"}

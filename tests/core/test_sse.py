@@ -14,6 +14,7 @@ from proxy.core.sse import (
     Event,
     RawBytes,
     SSEDecoder,
+    done_in,
     encode_event,
     plain_data,
     plain_datas,
@@ -263,10 +264,17 @@ def test_plain_events_counts_a_read_only_when_it_is_whole_one_line_data_events(
             assert decoder.plain_events(b"data: x\n\n") == 1  # nothing left pending
 
 
-def test_plain_events_refuses_the_first_read_a_pending_event_and_other_framings() -> None:
+def test_plain_events_refuses_a_first_read_with_a_bom_a_pending_event_and_other_framings() -> None:
+    # issue 29 ("the first events of a stream"): a first read that begins with its data line
+    # has no byte order mark, and is plain like any other (it was refused until then); one
+    # that begins with the mark is the decoder's to strip
+    assert SSEDecoder().plain_events(b"\xef\xbb\xbfdata: a\n\n") == 0
     decoder = SSEDecoder()
-    assert decoder.plain_events(b"data: a\n\n") == 0  # a BOM may still come first
-    decoder.feed(b"data: a\n\n")
+    assert decoder.plain_events(b"data: a\n\n") == 1
+    # the stream began: a mark now is no mark but a field name, as if the read had been fed
+    [event] = decoder.feed(b"\xef\xbb\xbfdata: a\n\n")
+    assert isinstance(event, Event)
+    assert event.data is None
     assert decoder.plain_events(b"data: a\n\ndata: b\n\n") == 2
     for other in (b"data: a\r\n\r\n", b"data:a\n\n", b": c\n\n", b"event: e\ndata: a\n\n"):
         assert decoder.plain_events(other) == 0, other
@@ -335,8 +343,13 @@ def test_a_read_is_cut_after_its_last_whole_event():
     assert decoder.whole_events(b"data: a\n") == ((), b"", 0, b"data: a\n")
 
 
-def test_events_of_another_framing_are_the_rest_and_the_first_read_is_never_plain():
-    assert SSEDecoder().whole_events(b"data: a\n\n") == ((), b"", 0, b"data: a\n\n")  # a BOM?
+def test_events_of_another_framing_are_the_rest_and_a_first_read_with_a_bom_is_never_plain():
+    # issue 29 ("the first events of a stream"): a first read without the mark is plain (it
+    # was never plain until then, in case a mark came first)
+    read = b"data: a\n\n"
+    assert SSEDecoder().whole_events(read) == ((), read, 1, b"")
+    marked = b"\xef\xbb\xbf" + read
+    assert SSEDecoder().whole_events(marked) == ((), b"", 0, marked)
     decoder = _pending(b"")
     framed = b"event: e\ndata: a\n\ndata: b\n\n"
     assert decoder.whole_events(framed) == ((), b"", 0, framed)
@@ -379,3 +392,11 @@ def test_the_data_of_plain_events_is_what_the_decoder_reads():
     assert plain_datas(read) == [e.data for e in events if isinstance(e, Event)]
     one = b'data: {"a": 1}\n\n'
     assert plain_data(one) == b'{"a": 1}' == plain_datas(one)[0]
+
+
+def test_done_is_looked_for_where_each_event_of_a_plain_read_starts() -> None:
+    text = b'data: {"choices":[{"delta":{"content":"[DONE]"}}]}\n\n'
+    assert done_in(b"data: [DONE]\n\n", 1)
+    assert not done_in(text, 1)  # only text that says it
+    assert done_in(text + b"data: [DONE]\n\n", 2)
+    assert not done_in(text + text, 2)

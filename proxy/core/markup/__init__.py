@@ -8,6 +8,7 @@ ones (``check_names``), raised at start.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Final
 
 from proxy.core.errors import ConfigError
@@ -62,20 +63,31 @@ DIALECTS: Final[Mapping[str, type[Dialect]]] = {
 
 def check_names(names: Sequence[str]) -> tuple[str, ...]:
     """Validate configured dialect names; "auto" means all of them."""
-    if list(names) == ["auto"]:
+    return _checked(tuple(names))
+
+
+# Asked for every stream and every choice with the upstream's one configured tuple: worked
+# out once per configuration (an unknown name raises each time; nothing is cached for it).
+@cache
+def _checked(names: tuple[str, ...]) -> tuple[str, ...]:
+    if names == ("auto",):
         return tuple(DIALECTS)
     unknown = [n for n in names if n not in DIALECTS]
     if unknown:
         known = ", ".join(sorted(DIALECTS)) or "(none)"
         raise ConfigError(f"unknown dialect(s) {', '.join(unknown)}; known: {known}, auto")
-    return tuple(names)
+    return names
 
 
 def reasoning_names(names: Sequence[str], setting: bool | str) -> tuple[str, ...]:
     """The dialects looked for in reasoning text (``extract_from_reasoning``): all of
     ``names`` (true), none (false), or those whose models are known to write their calls in
     their reasoning ("auto", ``Dialect.in_reasoning``)."""
-    selected = check_names(names)
+    return _in_reasoning(check_names(names), setting)
+
+
+@cache
+def _in_reasoning(selected: tuple[str, ...], setting: bool | str) -> tuple[str, ...]:
     if setting == "auto":
         return tuple(name for name in selected if DIALECTS[name].in_reasoning)
     return selected if setting is True else ()

@@ -55,6 +55,12 @@ class Block(Protocol):
 
     def close(self) -> Step: ...
 
+    def takes_run(self, text: str) -> bool:
+        """Whether ``feed(text)`` would give nothing and only add ``text`` to the held call's
+        arguments (a run of ordinary characters inside one of their JSON strings); if so,
+        ``text`` is taken as ``feed`` takes it. False is always safe and changes nothing."""
+        ...
+
     @property
     def held(self) -> int: ...
 
@@ -92,6 +98,9 @@ class BlockParser:
 
     def close(self) -> Step:
         return self._run(final=True)
+
+    def takes_run(self, text: str) -> bool:
+        return False  # the dialects that read arguments as JSON say otherwise (jsonscan)
 
     @property
     def held(self) -> int:
@@ -163,6 +172,11 @@ class BlockParser:
                 self._kept_len = 0
             elif not isinstance(segment, CallArgs) or segment.text:
                 self._call.append(segment)
+
+    def emit_args(self, text: str) -> None:
+        """``emit(CallArgs(text))`` inside the open call (``takes_run``'s one segment)."""
+        if text:
+            self._call.append(CallArgs(text))
 
     # -- matching helpers: each returns None when more text is needed ------------------------
 
@@ -285,6 +299,11 @@ class Fork:
 
     def close(self) -> Step:
         return self._pick([block.close() for _, block in self._blocks])
+
+    def takes_run(self, text: str) -> bool:
+        # a block inside a call's arguments is the only one left: the others broke on them
+        blocks = self._blocks
+        return len(blocks) == 1 and blocks[0][1].takes_run(text)
 
     @property
     def held(self) -> int:

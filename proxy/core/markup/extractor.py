@@ -55,6 +55,11 @@ class MarkupExtractor:
         return self._dialect
 
     def feed(self, text: str) -> list[Segment]:
+        block = self._block
+        # most text fed inside a held call continues a string of its arguments: the block
+        # takes it as its parser would, without the state machine's round
+        if block is not None and block.takes_run(text):
+            return []
         return self._run(text, final=False)
 
     def passes(self, text: str) -> bool:

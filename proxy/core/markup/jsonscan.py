@@ -71,6 +71,11 @@ class JsonValue:
             self.done = True
         return pos
 
+    def string_run(self, text: str) -> bool:
+        """Whether ``text`` only continues the string being read: ``advance`` would take it
+        whole and change no state."""
+        return self._in_string and not self._escape and _STRING_BODY.fullmatch(text) is not None
+
     def _start(self, text: str, pos: int) -> int:
         self._started = True
         char = text[pos]
@@ -259,6 +264,24 @@ class JsonCall:
             return True
         return end > start
 
+    def takes_run(self, text: str) -> bool:
+        """Whether ``text`` only continues a string in the arguments of the named call, which
+        ``step`` would read whole and emit as one argument piece, changing nothing else; if
+        so it is taken so."""
+        value = self._value
+        if (
+            value is None
+            or self._name is None
+            or self._state != "value"
+            or self._args_seen
+            or self._key not in ARGUMENT_KEYS
+            or not value.string_run(text)
+        ):
+            return False
+        self._args.append(text)
+        self._block.emit_args(text)  # the call is open: it has its name
+        return True
+
     def _arguments(self, piece: str) -> None:
         self._args.append(piece)
         if self._name is not None:
@@ -289,6 +312,15 @@ class JsonArgs:
         self._value: JsonValue | None = None
         self._parts: list[str] = []
         self.done = False
+
+    def takes_run(self, text: str) -> bool:
+        """As :meth:`JsonCall.takes_run`."""
+        value = self._value
+        if value is None or self.done or not value.string_run(text):
+            return False
+        self._parts.append(text)
+        self._block.emit_args(text)
+        return True
 
     def step(self, final: bool) -> bool:
         block = self._block
@@ -321,6 +353,18 @@ class JsonBlock(BlockParser):
     """A block whose calls, or their arguments, are JSON read by a part on its buffer."""
 
     part: JsonCall | JsonArgs
+
+    def takes_run(self, text: str) -> bool:
+        """A run of ordinary string characters inside the open call's arguments, taken as
+        ``feed`` would take it: the part reads and emits it, and it is trimmed into the
+        call's kept text. Inside a call ``_trim`` leaves in ``buf`` only what was not read,
+        so an empty ``buf`` is everything fed read, and the part is in the state that reads
+        it (a part leaves its state only once done)."""
+        if not self.open or self.buf or not text or not self.part.takes_run(text):
+            return False
+        self._kept.append(text)
+        self._kept_len += len(text)
+        return True
 
     def read_part(self, then: str, final: bool) -> bool:
         """Let the part read; once it is done, go on to ``then``."""

@@ -62,6 +62,9 @@ class ThinkBlock:
         out, self._buf = self._buf, ""
         return Step([Text(out)] if out else [], rest="")
 
+    def takes_run(self, text: str) -> bool:
+        return False  # thinking text is no call's
+
     @property
     def held(self) -> int:
         return len(self._buf)

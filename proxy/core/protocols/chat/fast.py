@@ -39,6 +39,7 @@ from proxy.core.protocols.chat.markup_bridge import MarkupBridge
 from proxy.core.protocols.chat.pieces import Call, Sink, Source
 from proxy.core.protocols.chat.sent import Said, SaidRead
 from proxy.core.sse import Event, plain_data, plain_datas
+from proxy.core.usage import has_usage_object
 
 # Said and SaidRead are tuples made once an event or a read: tuple.__new__ makes
 # one without the Python call their constructor and ``_make`` cost
@@ -172,6 +173,10 @@ class ShapeRepeat:
     key: int | None  # the call's index for an argument fragment; None for content text
     #: the chunk, when its one event beside ``Started`` is its text (chat/sent.py ``Said``)
     said: JSONObject | None
+    #: the envelope holds a usage object, for the usage reader (proxy/core/usage.py). A
+    #: repeat's bytes outside the shape's are one JSON string's, which holds no key: so a
+    #: repeat holds a usage object exactly when the shape does, and none is searched for
+    usage: bool
 
     @classmethod
     def of(
@@ -185,7 +190,10 @@ class ShapeRepeat:
         key: int | None = None,
     ) -> ShapeRepeat | None:
         shape = ChunkShape.around(data, field, text) if event.event is None else None
-        return None if shape is None else cls(shape, hot, key, _said(chunk))
+        if shape is None:
+            return None
+        usage = has_usage_object(shape.prefix) or has_usage_object(shape.suffix)
+        return cls(shape, hot, key, _said(chunk), usage)
 
     def take_event(self, event: Event, data: bytes) -> Said | None:
         """``event`` (its ``data``) as it came, with its text, when it repeats the shape with a

@@ -19,6 +19,7 @@ from proxy.core.calls.state import CallInput, closes_whole
 from proxy.core.errors import DialectError
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
+from proxy.core.markup.fail_open import HeldText
 from proxy.core.protocols.chat.call_pieces import CallPieces
 from proxy.core.protocols.chat.deltas import Extras, FieldsDelta
 from proxy.core.protocols.chat.pieces import Call, Sink, StreamContext
@@ -66,7 +67,7 @@ class MarkupBridge:
         self._input = calls.input  # bound once: asked on every entry or segment
         self.extractors: dict[str, Extractor | None] = {}  #: by text field; None: stopped
         self.open_calls: dict[str, Call | None] = {}  #: by text field: the call its markup has open
-        self._held_text: dict[str, str] = {}  # what an extractor holds, as far as known
+        self._held_text: dict[str, HeldText] = {}  # what an extractor holds, as far as known
         self._broken = 0  # calls whose markup broke, as the extractors counted them so far
         self._held_since = 0  # the calls there were when the content's held text began
         self._think = LeadingThink() if ctx.think_in_content else None
@@ -107,6 +108,7 @@ class MarkupBridge:
             or not extractor.holding
         ):
             return None
+        broken = extractor.broken
         try:
             segments = extractor.feed(text)
         except DialectError as error:
@@ -116,7 +118,8 @@ class MarkupBridge:
             self._fed = (text, segments)
             return False
         self.account("content", text, segments)
-        self._count_broken()
+        if extractor.broken != broken:  # only this extractor was fed
+            self._count_broken()
         return True
 
     def _feed(self, key: str, text: str) -> list[Segment]:
@@ -196,23 +199,20 @@ class MarkupBridge:
             )
             self.extractors[key] = dialects.build_extractor(names, self._ctx.tools)
             self.open_calls[key] = None
-            self._held_text[key] = ""
+            self._held_text[key] = HeldText()
         return self.extractors[key]
 
     def account(self, key: str, text: str, segments: list[Segment]) -> None:
         """Follow the text an extractor holds: for the stream's cap, and to give it back if the
         extractor fails. Plain text answers are matched against what was fed; once markup was
         consumed the held part is unknown and counted as nothing (dialects hold little then)."""
-        held = self._held_text[key] + text
-        if all(isinstance(seg, Text) for seg in segments):
-            returned = "".join(seg.text for seg in segments if isinstance(seg, Text))
-            held = held[len(returned) :] if held.startswith(returned) else ""
-        else:
-            held = ""
-        if held and not self._held_text[key]:
+        held = self._held_text[key]
+        before = len(held)
+        held.follow(text, segments)
+        after = len(held)
+        if after and not before:
             self._held_since = len(self._calls.records)
-        self._ctx.held += len(held) - len(self._held_text[key])
-        self._held_text[key] = held
+        self._ctx.held += after - before
 
     def _count_broken(self) -> None:
         """Count the calls whose markup broke or stopped and went back as text (issue 24
@@ -272,7 +272,7 @@ class MarkupBridge:
                 self.extractors[key] = None
                 self._dialect_failed(key, "", sink)
                 continue
-            held, self._held_text[key] = self._held_text[key], ""
+            held = self._held_text[key].take()
             self._ctx.held -= len(held)
             if key == "content" and self._fragment_of_a_call(held, segments):
                 segments = []
@@ -302,9 +302,9 @@ class MarkupBridge:
         go out as text, and extraction stops for the choice."""
         self._record(Repair.DIALECT_ERROR)
         self.extractors[key] = None
-        lost = self._held_text[key] + text
-        self._ctx.held -= len(self._held_text[key])
-        self._held_text[key] = ""
+        held = self._held_text[key]
+        self._ctx.held -= len(held)
+        lost = held.take() + text
         if lost:
             sink.put(self._pieces.piece({key: lost}))
         self.stop(sink)

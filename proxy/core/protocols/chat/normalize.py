@@ -61,7 +61,13 @@ from proxy.core.markup import reasoning_names
 from proxy.core.options import RequestInfo, UpstreamOptions
 from proxy.core.parse_failure import chat_chunks, error_message, recover
 from proxy.core.protocols.chat.choice import ChoiceNormalizer
-from proxy.core.protocols.chat.chunks import envelope_unsure, envelopes_sure, interest_pattern
+from proxy.core.protocols.chat.chunks import (
+    envelope_unsure,
+    envelopes_sure,
+    interest_pattern,
+    role_first,
+    uninteresting,
+)
 from proxy.core.protocols.chat.completion import normalize_completion
 from proxy.core.protocols.chat.early_finish import FinishHold
 from proxy.core.protocols.chat.fast import HeldRepeat, ShapeRepeat, sole_field
@@ -71,14 +77,13 @@ from proxy.core.protocols.chat.sent import (
     Passed,
     ReadSent,
     Released,
-    SaidRead,
     Sent,
     own_sent,
     size,
 )
 from proxy.core.protocols.chat.tooldelta import read_choices
 from proxy.core.repairs import Repair
-from proxy.core.sse import DONE, Event, RawBytes, encode_event, plain_data
+from proxy.core.sse import DONE, Event, RawBytes, done_in, encode_event, plain_data
 from proxy.core.usage import USAGE, UsageSeen, chat_tokens
 
 __all__ = [
@@ -159,10 +164,13 @@ class StreamNormalizer:
         self._held: HeldRepeat | None = None  # the latest that sent nothing, a call held
         # openai-node's finalChatCompletion() throws without a role on a choice's first delta.
         # Given only where the proxy rewrites (the request offered tools): a stream without
-        # tools goes out as it came. Until a first delta that carries anything was parsed,
-        # the byte checks that send a chunk as it came are off.
+        # tools goes out as it came. Until a first delta that carries anything was looked at,
+        # the byte checks that send a chunk as it came are off, but for the usual first
+        # chunk, one choice whose delta begins with its role (chunks.role_first): it passes
+        # them and says the roles are there (issue 29: the first chunk unparsed).
         self._roles_due = bool(request.tools)
         self._roles_seen: set[int] = set()  # the choices whose first delta was looked at
+        self._role_passed = False  # a first delta went out with its role, unparsed
 
     @property
     def gave_up(self) -> bool:
@@ -192,9 +200,10 @@ class StreamNormalizer:
         carries its texts (``SaidRead``: what the bridge reads); off (a chat
         client's stream, which writes bytes), as its chat bytes, so that the usual read makes
         no value at all."""
-        if self._queue or self._roles_due or b"[DONE]" in data or self._ctx.finishes_held:
+        if self._queue or self._ctx.finishes_held or done_in(data, events):
             return None
-        one: bytes | SaidRead
+        if self._roles_due and (events != 1 or not role_first(data)):
+            return None
         if self._raw:  # nothing is counted against the cap any more
             if USAGE in data:
                 self.usage.passed_read(data)
@@ -208,22 +217,25 @@ class StreamNormalizer:
                     return None  # fed ahead: parsed and processed as the event is fed
                 self._data_seen = True
                 return self._give_up() if self._over_cap() else []
-        if self._repeat is not None and (said := self._repeat.take_read(data, events, texts)):
-            one = said
-        elif self._interesting.search(data) is None and envelopes_sure(data, events):
-            # nothing of it is held or kept: the cap, not reached before it, is not now
-            if USAGE in data:
+        repeat = self._repeat
+        if repeat is not None and (said := repeat.take_read(data, events, texts)):
+            if repeat.usage:  # its envelope holds one: so does every repeat's (chat/fast.py)
                 self.usage.passed_read(data)
             self._data_seen = True
-            return data
-        else:
+            # text that went out as it came holds nothing; argument text is kept
+            if repeat.key is not None and self._over_cap():
+                return [said, *self._give_up()]
+            return said
+        usage = uninteresting(self._interesting, data)
+        if usage is None or not envelopes_sure(data, events):
             return None
-        if USAGE in data:
+        # nothing of it is held or kept: the cap, not reached before it, is not now
+        if usage:
             self.usage.passed_read(data)
         self._data_seen = True
-        if self._over_cap():
-            return [one, *self._give_up()]
-        return one
+        if self._roles_due:
+            self._roles_passed()
+        return data
 
     @property
     def held_bytes(self) -> int:
@@ -262,17 +274,19 @@ class StreamNormalizer:
                 held = self._held.take(data)
                 if held is not None:
                     return [] if held else self._chunk(item, data, ahead=True)
-            if self._repeat is not None and (said := self._repeat.take_event(item, data)):
+            repeat = self._repeat
+            if repeat is not None and (said := repeat.take_event(item, data)):
+                if repeat.usage:
+                    self.usage.passed(data)
                 return self._send([said])
-        if (
-            self.fast
-            and not self._roles_due
-            and self._interesting.search(data) is None
-            and not envelope_unsure(data)
-        ):
-            if USAGE in data:
-                self.usage.passed(data)
-            return self._send([item])
+        if self.fast and (not self._roles_due or role_first(data)):
+            usage = uninteresting(self._interesting, data)
+            if usage is not None and not envelope_unsure(data, one=self._roles_due):
+                if usage:
+                    self.usage.passed(data)
+                if self._roles_due:
+                    self._roles_passed()
+                return self._send([item])
         return self._chunk(item, data)
 
     def close(self, *, complete: bool) -> list[Sent]:
@@ -389,6 +403,12 @@ class StreamNormalizer:
             self._roles_due = False
         return changed
 
+    def _roles_passed(self) -> None:
+        """A chunk of one choice whose delta begins with its role went out unparsed: what
+        ``_repair_envelope`` finds in it, the role there and the check over."""
+        self._roles_due = False
+        self._role_passed = True
+
     def _role_missing(self, choice: JSONObject, position: int) -> bool:
         """Whether the first delta of a choice that carries anything lacks ``role`` (S1 and S2
         alike). An empty delta is no first delta: the proxy itself sends one when it holds a
@@ -447,7 +467,9 @@ class StreamNormalizer:
             return None
         self.repairs[Repair.PARSE_FAILURE_RECOVERED] += 1
         out: list[Sent] = []
-        chunks = chat_chunks(recovered, model="", new_id=self._new_id, role=not self._choices)
+        # the client has its role already when a choice was parsed or a role went out
+        role = not self._choices and not self._role_passed
+        chunks = chat_chunks(recovered, model="", new_id=self._new_id, role=role)
         for chunk in chunks:
             data = dumps(chunk)
             out += self._chunk(Event(raw=encode_event(data), data=data), data)

@@ -10,7 +10,10 @@ upstream's bytes.
 
 from __future__ import annotations
 
+from typing import cast
+
 from proxy.core.jsonvalues import JSONObject, dumps
+from proxy.core.protocols.chat.chunkshape import ChunkShape
 from proxy.core.protocols.chat.deltas import (
     KEPT,
     NO_FIELDS,
@@ -40,7 +43,25 @@ def render_own(source: Source, choices: list[JSONObject], own: list[list[Piece]]
         return [_encode(_chunk_out(chunk, rest, usage=True), source.event)]
     # plain loops: on every chunk of a call streamed out of markup, comprehensions cost
     out: list[bytes] = []
+    # one choice's argument pieces after the first (a call held in markup goes out whole,
+    # issue 24 item 4): chunks the same but for the text, each the one before around its own
+    runs = len(own) == 1 and chunk.get("usage") is None
+    shape: ChunkShape | None = None
     for k in range(count):
+        if runs and k:
+            piece = own[0][k]
+            if _continues(piece, own[0][k - 1]):
+                delta = cast("ArgsDelta", piece.delta)
+                if shape is not None:
+                    out.append(encode_event(shape.with_text(delta.text), event=source.event.event))
+                    continue
+                data = dumps(
+                    _chunk_out(chunk, [_choice_out(piece.choice, delta, first=False)], usage=False)
+                )
+                shape = ChunkShape.around(data, b"arguments", delta.text)
+                out.append(encode_event(data, event=source.event.event))
+                continue
+            shape = None
         row: list[JSONObject] = []
         for pieces in own:
             if len(pieces) > k:
@@ -51,6 +72,24 @@ def render_own(source: Source, choices: list[JSONObject], own: list[list[Piece]]
             return [source.event.raw]
         out.append(_encode(rendered, source.event))
     return out
+
+
+def _continues(piece: Piece, before: Piece) -> bool:
+    """Whether ``piece`` is an argument piece of the call ``before`` is one of, in the same
+    choice, with nothing else in it: its chunk is ``before``'s around another text."""
+    delta, last = piece.delta, before.delta
+    return (
+        type(delta) is ArgsDelta
+        and type(last) is ArgsDelta
+        and delta.index == last.index
+        and delta.extras is None
+        and last.extras is None
+        and not delta.head
+        and not last.head
+        and piece.finish is None
+        and before.finish is None
+        and piece.choice is before.choice
+    )
 
 
 def render_released(piece: Piece) -> bytes:

@@ -58,7 +58,10 @@ class ChatSSEStream:
             fast = self._feed_read(chunk, events, False)
             if type(fast) is bytes:
                 return [fast]
-            return chat_bytes(self._decode(chunk) if fast is None else _listed(fast))
+            if fast is None:
+                return chat_bytes(self._decode(chunk))
+            # nothing to write: an event of a call held in markup (chat/fast.py HeldRepeat)
+            return chat_bytes(_listed(fast)) if fast else []
         return chat_bytes(self._rest(chunk))
 
     def close(self, *, complete: bool) -> list[bytes]:

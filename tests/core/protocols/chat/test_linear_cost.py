@@ -1,5 +1,6 @@
 """Cost per delta does not grow with what came before: neither with how long the call already
-is, nor with how many calls the choice already had.
+is, nor with how many calls the choice already had, nor with how much of a call written as
+markup is held (issue 24 item 4).
 
 The suite's one performance-shaped guard, on CPU time and with a wide margin: 16 times the
 input must cost less than 40 times the time (linear costs about 16 times; the quadratic
@@ -63,13 +64,38 @@ def many_calls(calls: int) -> bytes:
     return b"".join(body)
 
 
-def cpu_seconds(stream: bytes, *, coalesce: bool, repeat: int) -> float:
-    """The least CPU time the core took over the stream, in reads of 1,500 bytes."""
-    reads = [stream[i : i + 1500] for i in range(0, len(stream), 1500)]
+# what a held call may grow to here: far past the default cap, so that a cost growing with
+# what is held shows before the cap ends the rewrite
+HELD_CAP = 1 << 30
+LINE = "x" * 500
+
+
+def held_markup(deltas: int) -> bytes:
+    """One hermes call in the content, its arguments' one string ``deltas`` tokens long: held
+    whole until its markup closes, every token fed while nothing goes out."""
+    opening = '<tool_call>\n{"name": "write_file", "arguments": {"content": "'
+    body = [event({"role": "assistant", "content": ""}), event({"content": opening})]
+    body += [event({"content": f" {i:06d} {LINE}"}) for i in range(deltas)]
+    body += [event({"content": '"}}\n</tool_call>'}), event({}, "stop")]
+    return b"".join(body)
+
+
+def cpu_seconds(
+    stream: bytes, *, coalesce: bool, repeat: int, size: int = 1500, markup: bool = False
+) -> float:
+    """The least CPU time the core took over the stream, in reads of ``size`` bytes
+    (``markup``: hermes markup looked for in a request that offered a tool)."""
+    reads = [stream[i : i + size] for i in range(0, len(stream), size)]
+    request = {"tools": [{"type": "function", "function": {"name": "write_file"}}]}
 
     def work() -> None:
         options = UpstreamOptions(coalesce=coalesce)
-        normalizer = StreamNormalizer(options, RequestInfo.from_body({}), new_id=counting_ids())
+        if markup:
+            options = UpstreamOptions(
+                coalesce=coalesce, dialects=("hermes",), max_held_bytes=HELD_CAP
+            )
+        info = RequestInfo.from_body(request if markup else {})
+        normalizer = StreamNormalizer(options, info, new_id=counting_ids())
         chat = ChatSSEStream(normalizer)
         for read in reads:
             chat.feed(read)
@@ -89,3 +115,28 @@ def test_sixteen_times_the_stream_costs_less_than_forty_times_the_cpu(
     short = cpu_seconds(shape(small), coalesce=coalesce, repeat=3)
     long = cpu_seconds(shape(small * GROWTH), coalesce=coalesce, repeat=2)
     assert long < BOUND * short, f"{GROWTH}x the stream took {long / short:.0f}x the CPU"
+
+
+@pytest.mark.parametrize("size", [1500, 1], ids=["1500-byte-reads", "event-reads"])
+def test_sixteen_times_a_held_markup_call_costs_less_than_forty_times_the_cpu(size: int) -> None:
+    # size 1: one event a read instead (the held-markup hot path's reads)
+    def cpu(deltas: int, repeat: int) -> float:
+        body = held_markup(deltas)
+        if size == 1:
+            events = body.split(b"\n\n")[:-1]
+            return least_cpu_seconds(lambda: _by_events(events), repeat)
+        return cpu_seconds(body, coalesce=False, repeat=repeat, size=size, markup=True)
+
+    short = cpu(1_000, 3)
+    long = cpu(1_000 * GROWTH, 2)
+    assert long < BOUND * short, f"{GROWTH}x the stream took {long / short:.0f}x the CPU"
+
+
+def _by_events(events: list[bytes]) -> None:
+    options = UpstreamOptions(dialects=("hermes",), max_held_bytes=HELD_CAP)
+    request = {"tools": [{"type": "function", "function": {"name": "write_file"}}]}
+    normalizer = StreamNormalizer(options, RequestInfo.from_body(request), new_id=counting_ids())
+    chat = ChatSSEStream(normalizer)
+    for data in events:
+        chat.feed(data + b"\n\n")
+    chat.close(complete=True)
