@@ -137,11 +137,12 @@ class NativeStream(ItemFlow):
             self._take(item)
         if self._raw:
             return self._flush()
-        held = self.calls.blocking
-        if held is not None and (complete or held.state is SUSPECT):
-            self.calls.call_ended(held, None)  # a suspect cut short goes out as it came
-        elif held is not None:
-            self.calls.call_cut(held)
+        self.calls.decide(cut=True)  # no terminal event said the response was whole
+        while (held := self.calls.blocking) is not None:
+            if complete or held.state is SUSPECT:
+                self.end_held()  # a suspect cut short goes out as it came
+            else:
+                self.calls.call_cut(held)
         if self._extracting is not None:
             self.text.end_extraction(self._extracting)
             # a message cut before its first text: its opening, held until text shows
@@ -321,7 +322,7 @@ class NativeStream(ItemFlow):
 
     def _answer(self, recovered: Recovered) -> None:
         """The calls of a parser failure as the response's last items, then its end."""
-        self._end_items(failed=False)
+        self._end_items(failed=False, cut=True)
         if recovered.text:
             self.add_whole_message(recovered.text)
         for call in recovered.calls:
@@ -330,22 +331,25 @@ class NativeStream(ItemFlow):
         response = {**self._head(), "status": "completed", "usage": usage}
         self._terminal(WireEvent({"type": "response.completed", "response": response}, None))
 
-    def _end_items(self, *, failed: bool) -> None:
-        """The items left open ended in order (or a held call's end), each event read once."""
+    def _end_items(self, *, failed: bool, cut: bool) -> None:
+        """The items left open ended in order (or a held call's end), each event read once;
+        ``cut``: the response did not end as ``response.completed`` (no call is fixed)."""
+        self.calls.decide(cut=cut)
         if self.calls.blocking is not None:
-            self.calls.call_ended(self.calls.blocking, None)
+            self.end_held()
         if self._extracting is not None:
             self.text.end_extraction(self._extracting)
         while self._open_item is not None or self._waiting or self.calls.blocking is not None:
             if self.calls.blocking is not None:
-                self.calls.call_ended(self.calls.blocking, None)
+                self.end_held()
             elif self._open_item is not None:
                 self.close_early(self._open_item, failed=failed)
             self.release()
 
     def _terminal(self, ev: WireEvent, error: JSONObject | None = None) -> None:
-        """The response's end; ``error``: an error event the proxy sends right before it."""
-        self._end_items(failed=error is not None)
+        """The response's end; ``error``: an error event the proxy sends right before it.
+        Only ``response.completed`` says no token limit cut a call (heal/coerce, calls.py)."""
+        self._end_items(failed=error is not None, cut=ev.type != "response.completed")
         response = ev.get("response")
         if not isinstance(response, dict):
             response = {}
@@ -374,6 +378,8 @@ class NativeStream(ItemFlow):
             response["output"] = ours
             return
         theirs = response.get("output")
+        if isinstance(theirs, list) and self.calls.fixed_args:  # the calls' arguments fixed
+            self._fixed_output(ev, theirs)
         if isinstance(theirs, list) and self.calls.dropped:  # the repeats dropped are no output
             kept = [item for item in theirs if not _dropped(item, self.calls.dropped)]
             if len(kept) != len(theirs):
@@ -387,6 +393,17 @@ class NativeStream(ItemFlow):
         self.repair(Repair.OUTPUT_INCOMPLETE)
         response["output"] = ours
         ev.changed()
+
+    def _fixed_output(self, ev: WireEvent, theirs: list[object]) -> None:
+        """The terminal's items of the calls the proxy fixed, with the fixed arguments."""
+        fixed = self.calls.fixed_args
+        for item in theirs:
+            if not isinstance(item, dict) or item.get("type") != "function_call":
+                continue
+            text = fixed.get(str(item.get("id")))
+            if text is not None and item.get("arguments") != text:
+                item["arguments"] = text
+                ev.changed()
 
 
 def _dropped(item: object, dropped: set[str]) -> bool:

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Final
 
-from proxy.core.calls.state import DROPPED, OPEN
+from proxy.core.calls.state import DROPPED, HELD, OPEN
 from proxy.core.jsonvalues import INVALID, JSONObject
 from proxy.core.markup import build_extractor
 from proxy.core.markup.fail_open import fail_open
@@ -165,9 +165,11 @@ class ItemFlow:
         open_item = self._open_item
         if open_item is not None and self.calls.blocking is None and _call_ended(open_item):
             self.close_early(open_item)
-        if self.calls.blocking is None and self._open_item is None:
+        blocking = self.calls.blocking
+        if blocking is None and self._open_item is None:
             return False
-        self.repair(Repair.ITEMS_INTERLEAVED)
+        if blocking is None or not blocking.ended:  # not a call that waits for the verdict only
+            self.repair(Repair.ITEMS_INTERLEAVED)
         assert ev.up is not None
         self.wait(ev.up, ev)
         return True
@@ -299,6 +301,9 @@ class ItemFlow:
             if call.state is DROPPED:
                 up.ended(EndStep.UPSTREAM_ENDS)
                 return
+            if call.state in HELD:  # heal/coerce: its end waits for the response's (calls.py)
+                self.calls.hold_done(call, ev)
+                return
         if up.extractor is not None or up.rewritten or (up.target is None and up.deferred):
             self.text.text_done(up, ev)
             return
@@ -321,6 +326,16 @@ class ItemFlow:
         self.finish(out, item)
         self.emit(ev)
         self.release()
+
+    def end_held(self) -> None:
+        """The held call ends (the verdict is in, or the stream ends): it goes out, then its
+        ``output_item.done`` if it came, as any call's does."""
+        call = self.calls.blocking
+        assert call is not None
+        done = self.calls.let_go_done(call)
+        self.calls.call_ended(call, None)
+        if done is not None:
+            self._item_done(done)
 
     def fix_item_fields_done(self, ev: WireEvent, item: JSONObject, out: ClientItem) -> None:
         if item.get("id") != out.id:
@@ -362,6 +377,8 @@ class ItemFlow:
             events += [] if call.opening is None else [call.opening]
             events += self.let_go(call.held)
             call.held = []
+            done = self.calls.let_go_done(call)
+            events += [] if done is None else [done]
         for up in {id(up): up for up in (*self._by_id.values(), *self._by_index.values())}.values():
             if up.deferred:
                 events += self.let_go(up.deferred)
