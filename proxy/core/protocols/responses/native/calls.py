@@ -46,6 +46,7 @@ from typing import Final, Protocol
 from proxy.core.arguments.rules import call_rules
 from proxy.core.arguments.tools import RequestTools
 from proxy.core.calls.driver import Calls
+from proxy.core.calls.repeats import json_equal
 from proxy.core.calls.state import (
     ARGS_END,
     DROPPED,
@@ -63,7 +64,12 @@ from proxy.core.errors import NormalizerError
 from proxy.core.ids import IdPool
 from proxy.core.jsonvalues import INVALID, JSONObject, loads
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.native_calls import NativeTally, PreviousCall, repeats_before
+from proxy.core.protocols.native_calls import (
+    NativeTally,
+    PreviousCall,
+    previous_call,
+    repeats_before,
+)
 from proxy.core.protocols.responses.items import FunctionCallItem
 from proxy.core.protocols.responses.native import fields
 from proxy.core.protocols.responses.native.lifecycle import ContentStep
@@ -312,7 +318,7 @@ class NativeCalls:
                 self._repair(Repair.CALL_DUPLICATED)  # counted; only a suspect is dropped
             return
         held = state in HELD
-        if state is SUSPECT and event in ARGS_END and repeats_before(self.calls.records, call):
+        if state is SUSPECT and event in ARGS_END and self._repeats(call):
             self._repair(Repair.CALL_DUPLICATED)
             event = CallInput.DUPLICATE  # dropped (dedupe_calls)
         if ev is not None and call.state is not OPEN:
@@ -341,6 +347,18 @@ class NativeCalls:
                     self._repair(Repair.CALL_DUPLICATED)  # counted; only a suspect is dropped
         if held and call.state is DROPPED and call.up is not None:
             self._items.release()  # what waited behind the repeat goes on
+
+    def _repeats(self, call: NativeCall) -> bool:
+        """Whether a suspect repeats the call before it: as they came, or, when the proxy
+        fixed that one, as the suspect would be fixed (both as the client would get them)."""
+        calls = self.calls
+        if repeats_before(calls.records, call):
+            return True
+        before = previous_call(calls.records, call)
+        if before is None or not before.fixed or calls.rules is None or before.name != call.name:
+            return False
+        fixed = calls.rules.fix(call.name, call.text(), cut=False)
+        return fixed is not None and json_equal(loads(fixed.text), before.args.complete())
 
     def _make_ids(self, call: NativeCall) -> None:
         """The item's id and the call_id, made where missing (in that order, as the ids are

@@ -44,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from proxy.core.calls.state import SUSPECT
+from proxy.core.calls.state import NAMELESS
 from proxy.core.jsonvalues import JSONObject, loads
 from proxy.core.options import UpstreamOptions
 from proxy.core.parse_failure import Recovered, recover
@@ -139,8 +139,10 @@ class NativeStream(ItemFlow):
             return self._flush()
         self.calls.decide(cut=True)  # no terminal event said the response was whole
         while (held := self.calls.blocking) is not None:
-            if complete or held.state is SUSPECT:
-                self.end_held()  # a suspect cut short goes out as it came
+            if complete or held.state is not NAMELESS:
+                # a suspect cut short goes out as it came, a call held whole (heal/coerce)
+                # as it would have streamed, never fixed
+                self.end_held()
             else:
                 self.calls.call_cut(held)
         if self._extracting is not None:
