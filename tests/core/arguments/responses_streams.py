@@ -25,6 +25,7 @@ from proxy.core.options import UpstreamOptions
 from proxy.core.protocols.responses.native.request import NativeRequest
 from proxy.core.protocols.responses.native.stream import NativeStream
 from tests.core.protocols.responses import variants as v
+from tests.core.protocols.responses.checker import parse
 from tests.support.normalizer import bytewise, random_cuts
 from tests.support.streams import chunks
 
@@ -55,6 +56,20 @@ def stream(*parts: Any, finish: FinishReason = FinishReason.TOOL_CALLS) -> bytes
             events += part
     events += [Finished(finish), Usage(3, 4), Ended(complete=True)]
     return v.sse(v.encoded(events))
+
+
+def items_completed(body: bytes) -> bytes:
+    """``body`` as a server sends it that marks only the response cut, its items
+    ``completed`` (the terminal event alone says a token limit ended it)."""
+    payloads = [p for _, p in parse(body)]
+    for payload in payloads:
+        items = [payload.get("item")]
+        if isinstance(payload.get("response"), dict):
+            items += payload["response"].get("output") or []
+        for item in items:
+            if isinstance(item, dict) and item.get("status") == "incomplete":
+                item["status"] = "completed"
+    return v.sse(payloads)
 
 
 def run(
