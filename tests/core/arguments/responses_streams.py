@@ -120,4 +120,6 @@ def terminal(out: bytes) -> dict[str, Any]:
 
 def sent_arguments(out: bytes) -> list[str]:
     """Each call's arguments as its deltas send them."""
-    return ["".join(e["delta"] for e in evs if e["type"] == DELTA) for evs in call_events(out).values()]
+    return [
+        "".join(e["delta"] for e in evs if e["type"] == DELTA) for evs in call_events(out).values()
+    ]

@@ -341,10 +341,11 @@ class NativeCalls:
         self.calls.input(call, event, text, None, complete=fixable, extras=ev)
         if whole and event is END:
             self.calls.ended(call)
-            # a markup call gets no later END (an upstream call's item end is one, OPEN)
-            if call.up is None and state is not SUSPECT and call.state is OPEN:
-                if repeats_before(self.calls.records, call):
-                    self._repair(Repair.CALL_DUPLICATED)  # counted; only a suspect is dropped
+            # a markup call gets no later END (an upstream call's item end is one, OPEN):
+            # its repeat is counted here; only a suspect is dropped
+            markup_open = call.up is None and state is not SUSPECT and call.state is OPEN
+            if markup_open and repeats_before(self.calls.records, call):
+                self._repair(Repair.CALL_DUPLICATED)
         if held and call.state is DROPPED and call.up is not None:
             self._items.release()  # what waited behind the repeat goes on
 
