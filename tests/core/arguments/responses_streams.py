@@ -58,18 +58,23 @@ def stream(*parts: Any, finish: FinishReason = FinishReason.TOOL_CALLS) -> bytes
     return v.sse(v.encoded(events))
 
 
+def payloads(body: bytes) -> list[dict[str, Any]]:
+    """A stream's events, to be broken by a shape of tests/core/protocols/responses/variants.py."""
+    return [p for _, p in parse(body)]
+
+
 def items_completed(body: bytes) -> bytes:
     """``body`` as a server sends it that marks only the response cut, its items
     ``completed`` (the terminal event alone says a token limit ended it)."""
-    payloads = [p for _, p in parse(body)]
-    for payload in payloads:
+    events = payloads(body)
+    for payload in events:
         items = [payload.get("item")]
         if isinstance(payload.get("response"), dict):
             items += payload["response"].get("output") or []
         for item in items:
             if isinstance(item, dict) and item.get("status") == "incomplete":
                 item["status"] = "completed"
-    return v.sse(payloads)
+    return v.sse(events)
 
 
 def run(

@@ -23,6 +23,7 @@ from tests.core.arguments.responses_streams import (
     call,
     call_events,
     every_cut,
+    payloads,
     run,
     sent_arguments,
     stream,
@@ -261,3 +262,29 @@ def test_one_call_and_repeats_hold_with_healing() -> None:
     out, repairs = every_cut(same, REQUEST, dedupe)
     assert repairs == {Repair.CALL_DUPLICATED: 1, Repair.ARGS_COERCED: 1}
     assert [orjson.loads(c["arguments"]) for c in check(out).calls] == [COERCIBLE[1]]
+
+
+SHAPES = [
+    v.llamacpp,
+    v.args_only_in_done,
+    v.no_item_done_for_calls,
+    v.empty_call_id_and_name,
+    v.empty_name_in_done,
+    v.rotating_ids,
+    v.bare_completed,
+    v.deltas_without_added,
+    v.content_index_per_delta,
+]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=[s.__name__ for s in SHAPES])
+def test_the_servers_broken_shapes_hold_and_heal_alike(shape: Any) -> None:
+    """Every server shape the repairer knows (docs/quirks.md R1-R7, llama.cpp): calls that
+    fit come out as without healing; almost-JSON ones healed, the rest repaired as ever."""
+    fits = v.sse(shape(payloads(two_calls('{"location": "Paris"}', '{"location": "X"}'))))
+    assert every_cut(fits, REQUEST, FIXES) == every_cut(fits, REQUEST, OFF)
+    broken = v.sse(shape(payloads(two_calls(ALMOST[0], ALMOST[0]))))
+    out, repairs = every_cut(broken, REQUEST, FIXES)
+    assert repairs[Repair.ARGS_HEALED] == 2
+    assert [orjson.loads(c["arguments"]) for c in check(out).calls] == [ALMOST[1]] * 2
+    assert terminal(out)["type"] == "response.completed"

@@ -302,6 +302,7 @@ class ItemFlow:
                 up.ended(EndStep.UPSTREAM_ENDS)
                 return
             if call.state in HELD:  # heal/coerce: its end waits for the response's (calls.py)
+                up.ended(EndStep.UPSTREAM_ENDS)  # later events without an item are not its
                 self.calls.hold_done(call, ev)
                 return
         if up.extractor is not None or up.rewritten or (up.target is None and up.deferred):
