@@ -288,3 +288,26 @@ def test_the_servers_broken_shapes_hold_and_heal_alike(shape: Any) -> None:
     assert repairs[Repair.ARGS_HEALED] == 2
     assert [orjson.loads(c["arguments"]) for c in check(out).calls] == [ALMOST[1]] * 2
     assert terminal(out)["type"] == "response.completed"
+
+
+def test_a_failed_response_or_an_upstream_error_fixes_nothing() -> None:
+    """response.failed, llama-server's bare error line and its parser failure answered with
+    the calls in it (recover_parse_failures) end the calls held as without healing."""
+    body = two_calls(ALMOST[0], ALMOST[0])
+    before_end = body[: body.index(b"event: response.completed")]
+    recovered = '<tool_call>{"name": "get_time", "arguments": {"location": "Oslo"}}</tool_call>'
+    for ending in (
+        body.replace(b"response.completed", b"response.failed"),
+        before_end
+        + b'data: {"error": {"code": 500, "message": "boom", "type": "server_error"}}\n\n',
+        before_end
+        + b"data: "
+        + orjson.dumps(
+            {"error": {"code": 500, "message": "Failed to parse input at pos 0: " + recovered}}
+        )
+        + b"\n\n",
+    ):
+        out, repairs = every_cut(ending, REQUEST, FIXES)
+        assert not FIXED & set(repairs)
+        assert (out, repairs) == run([ending], REQUEST, OFF)
+        assert sent_arguments(out)[:2] == [ALMOST[0], ALMOST[0]]
