@@ -29,6 +29,9 @@ Rules this module keeps:
   Non-standard event names and the ``parallel`` wrapper pass through, counted. A second
   ``response.created``, and every event after the terminal one, are dropped, counted: the
   client sees one response, over at its terminal event.
+* Under ``heal_arguments``/``coerce_arguments`` each upstream call is held whole with what
+  comes after it until the terminal event: only ``response.completed`` lets a call go out
+  with its arguments fixed; any other end sends it as the upstream's own events (calls.py).
 * ``close(complete=False)``: what is held goes out as it is and nothing is made up, so the
   client sees the cut.
 * Failing open, as chat does: a stream that would hold more than ``max_held_bytes`` (events
