@@ -31,6 +31,7 @@ from tests.core.arguments.responses_streams import (
 )
 from tests.core.protocols.responses import variants as v
 from tests.core.protocols.responses.checker import check
+from tests.support.cpu import least_cpu_seconds
 from tests.support.streams import chunks
 
 SCHEMA = {
@@ -311,3 +312,21 @@ def test_a_failed_response_or_an_upstream_error_fixes_nothing() -> None:
         assert not FIXED & set(repairs)
         assert (out, repairs) == run([ending], REQUEST, OFF)
         assert sent_arguments(out)[:2] == [ALMOST[0], ALMOST[0]]
+
+
+def test_a_held_call_costs_the_same_per_event_however_long_it_is() -> None:
+    """Holding keeps each event once and reads it again once: 16 times the deltas (and the
+    text waiting behind them) cost about 16 times the CPU, never the square."""
+
+    def body(deltas: int) -> list[bytes]:
+        fragments = ['{"location": "', *("x" * deltas), '",}']
+        data = stream(call(0, "get_weather", *fragments), *(["then "] * (deltas // 4)))
+        return [data[i : i + 1500] for i in range(0, len(data), 1500)]
+
+    def cpu(deltas: int, repeat: int) -> float:
+        reads = body(deltas)
+        return least_cpu_seconds(lambda: run(reads, REQUEST, FIXES), repeat)
+
+    assert run(body(2_000), REQUEST, FIXES)[1][Repair.ARGS_HEALED] == 1
+    short, long = cpu(2_000, 3), cpu(32_000, 2)
+    assert long < 40 * short, f"16x the input took {long / short:.0f}x the CPU"
