@@ -330,3 +330,29 @@ def test_a_held_call_costs_the_same_per_event_however_long_it_is() -> None:
     assert run(body(2_000), REQUEST, FIXES)[1][Repair.ARGS_HEALED] == 1
     short, long = cpu(2_000, 3), cpu(32_000, 2)
     assert long < 40 * short, f"16x the input took {long / short:.0f}x the CPU"
+
+
+def test_events_of_other_kinds_keep_their_place_behind_a_held_call() -> None:
+    """A non-standard event (R8: ``response.reasoning.delta``) of an item waiting behind a
+    held call waits with it: it goes out after that item's opening, never before the call."""
+    body = stream(
+        call(0, "get_weather", ALMOST[0]),
+        ("reasoning", "Now the time."),
+        call(1, "get_time", '{"location": "Oslo"}'),
+    )
+    body = v.sse(v.nonstandard_names(payloads(body)))
+    assert b"response.reasoning.delta" in body
+    out, repairs = every_cut(body, REQUEST, FIXES)
+    assert repairs[Repair.ARGS_HEALED] == 1
+    assert repairs[Repair.NONSTANDARD_EVENT] == 1  # counted once, as it went out
+    events = chunks(out)
+    indexes = [e["output_index"] for e in events if "output_index" in e]
+    assert indexes == sorted(indexes)  # no event of a later item before an earlier one's
+    [reasoning] = [e for e in events if e["type"] == "response.reasoning.delta"]
+    [added] = [
+        e
+        for e in events
+        if e["type"] == "response.output_item.added" and e["item"]["type"] == "reasoning"
+    ]
+    assert added["sequence_number"] < reasoning["sequence_number"]
+    assert reasoning["output_index"] == added["output_index"] == 1

@@ -246,6 +246,8 @@ class NativeStream(ItemFlow):
             self._item_done(ev)
         elif kind in _ITEM_EVENTS:
             self._item_event(ev)
+        elif self.waits_with_item(ev):
+            return  # an event of another kind keeps its place after its item's opening
         else:
             if kind not in _OTHER_KNOWN and not kind.startswith(_HOSTED_PREFIXES):
                 self.repair(Repair.NONSTANDARD_EVENT)

@@ -181,6 +181,25 @@ class ItemFlow:
             queue = self._waiting[up] = []
         self.hold(queue, ev)
 
+    def waits_with_item(self, ev: WireEvent) -> bool:
+        """An event of a kind the items do not route (non-standard, a hosted tool's) that
+        names an item waiting, or the call held, waits with it, so that it keeps its place
+        after the item's opening (a held call's later items wait long under heal/coerce)."""
+        ident, index = ev.get("item_id"), ev.get("output_index")
+        up = self._by_id.get(ident) if isinstance(ident, str) and ident else None
+        if up is None and isinstance(index, int):
+            up = self._by_index.get(index)
+        if up is None:
+            return False
+        call = self.calls.blocking
+        if call is not None and up.call is call:
+            self.hold(call.held, ev)
+            return True
+        if up in self._waiting:
+            self.wait(up, ev)
+            return True
+        return False
+
     def show(self, up: UpstreamItem, ev: WireEvent) -> ClientItem:
         """The upstream's output_item.added, as the next item of the output."""
         item = ev.payload["item"]
