@@ -265,7 +265,16 @@ def test_one_call_and_repeats_hold_with_healing() -> None:
     assert [orjson.loads(c["arguments"]) for c in check(out).calls] == [COERCIBLE[1]]
 
 
+def no_call_ends(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A server that ends no call (neither ``.done`` nor ``output_item.done``: R3 and more)."""
+    ends = ("response.output_item.done", "response.function_call_arguments.done")
+    return v.renumber(
+        [e for e in events if e["type"] not in ends or e.get("item", {}).get("type") == "message"]
+    )
+
+
 SHAPES = [
+    no_call_ends,
     v.llamacpp,
     v.args_only_in_done,
     v.no_item_done_for_calls,

@@ -22,6 +22,7 @@ from proxy.core.protocols.responses.native.calls import DELTA, NativeCalls
 from proxy.core.protocols.responses.native.lifecycle import EndStep, ItemEnd
 from proxy.core.protocols.responses.native.model import (
     ClientItem,
+    NativeCall,
     UpstreamItem,
     WireEvent,
     message_part,
@@ -168,7 +169,7 @@ class ItemFlow:
         blocking = self.calls.blocking
         if blocking is None and self._open_item is None:
             return False
-        if blocking is None or not blocking.ended:  # not a call that waits for the verdict only
+        if blocking is None or not _waits_for_verdict(blocking):
             self.repair(Repair.ITEMS_INTERLEAVED)
         assert ev.up is not None
         self.wait(ev.up, ev)
@@ -485,6 +486,13 @@ def _call_ended(out: ClientItem) -> bool:
         and call.state is OPEN
         and (out.args_done or call.args.complete() is not INVALID)
     )
+
+
+def _waits_for_verdict(call: NativeCall) -> bool:
+    """Whether a held call waits only for the response's end (heal/coerce, calls.py): its
+    arguments ended, or are one whole JSON value (as ``_call_ended`` asks of an open one);
+    an item after it then interleaves with nothing."""
+    return call.ended or (call.up is not None and call.args.complete() is not INVALID)
 
 
 def arrival(ev: WireEvent) -> int:
