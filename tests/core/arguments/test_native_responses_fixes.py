@@ -365,3 +365,21 @@ def test_events_of_other_kinds_keep_their_place_behind_a_held_call() -> None:
     ]
     assert added["sequence_number"] < reasoning["sequence_number"]
     assert reasoning["output_index"] == added["output_index"] == 1
+
+
+def test_an_error_event_goes_out_after_what_came_before_it() -> None:
+    """An upstream ``error`` event while calls are held: the calls go out first, as they came
+    (a client may stop reading at the error), then the error and the failed response."""
+    body = two_calls(ALMOST[0], ALMOST[0])
+    error = {"type": "error", "code": "server_error", "message": "boom", "param": None}
+    failed = body[: body.index(b"event: response.completed")] + v.sse([error])
+    failed += body[body.index(b"event: response.completed") :].replace(
+        b"response.completed", b"response.failed"
+    )
+    out, repairs = every_cut(failed, REQUEST, FIXES)
+    assert (out, repairs) == run([failed], REQUEST, OFF)
+    kinds = [e["type"] for e in chunks(out)]
+    calls = [
+        i for i, e in enumerate(chunks(out)) if e.get("item", {}).get("type") == "function_call"
+    ]
+    assert max(calls) < kinds.index("error") < kinds.index("response.failed")

@@ -249,6 +249,8 @@ class NativeStream(ItemFlow):
         elif self.waits_with_item(ev):
             return  # an event of another kind keeps its place after its item's opening
         else:
+            if kind == "error" and self.calls.blocking is not None:
+                self._before_error()
             if kind not in _OTHER_KNOWN and not kind.startswith(_HOSTED_PREFIXES):
                 self.repair(Repair.NONSTANDARD_EVENT)
             elif isinstance(ev.get("response"), dict):
@@ -326,6 +328,13 @@ class NativeStream(ItemFlow):
         }
         failed = WireEvent({"type": "response.failed", "response": response}, None)
         self._terminal(failed, {"type": "error", "code": code, "message": message, "param": None})
+
+    def _before_error(self) -> None:
+        """The upstream reports an error while a call is held: what it sent before the error
+        goes out before it, nothing fixed (a client may stop reading at an error)."""
+        self.calls.decide(cut=True)
+        while self.calls.blocking is not None:
+            self.end_held()
 
     def _answer(self, recovered: Recovered) -> None:
         """The calls of a parser failure as the response's last items, then its end."""
