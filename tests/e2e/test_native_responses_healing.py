@@ -162,3 +162,27 @@ async def test_a_heal_that_does_not_fit_the_schema_is_left_as_without_healing(
     assert out == await raw(plain)
     [done] = [e for e in chunks(out) if e["type"] == "response.function_call_arguments.done"]
     assert done["arguments"] == misfit
+
+
+async def test_text_after_a_healed_call_reaches_openai_python_in_its_place(
+    start_upstream: StartUpstream, start_proxy: StartProxy, client_of: Any
+) -> None:
+    """The message after a held call waits behind it: the SDK sees the call's item, then the
+    message's, each event at its item's output_index."""
+    weather = "{'location': 'Paris', 'days': 2,}"
+    body = stream(call(0, "get_weather", weather[:6], weather[6:]), "It is sunny.")
+    fixing, _ = await proxies(start_upstream, start_proxy, body)
+    added: list[tuple[int, str]] = []
+    text_at: set[int] = set()
+    async with client_of(fixing).responses.stream(model="m", input="go", tools=TOOLS) as events:
+        async for event in events:
+            if event.type == "response.output_item.added":
+                added.append((event.output_index, event.item.type))
+            elif event.type == "response.output_text.delta":
+                text_at.add(event.output_index)
+        final = await events.get_final_response()
+    assert added == [(0, "function_call"), (1, "message")]
+    assert text_at == {1}
+    assert [item.type for item in final.output] == ["function_call", "message"]
+    assert final.output_text == "It is sunny."
+    assert orjson.loads(final.output[0].arguments) == HEALED
