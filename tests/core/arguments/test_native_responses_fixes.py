@@ -383,3 +383,15 @@ def test_an_error_event_goes_out_after_what_came_before_it() -> None:
         i for i, e in enumerate(chunks(out)) if e.get("item", {}).get("type") == "function_call"
     ]
     assert max(calls) < kinds.index("error") < kinds.index("response.failed")
+
+
+def test_a_completed_event_whose_response_says_incomplete_fixes_nothing() -> None:
+    """``response.completed`` carrying ``status: "incomplete"`` and its details (a server
+    that names the event one way and the response another) is a cut all the same."""
+    events = payloads(two_calls(ALMOST[0], ALMOST[0]))
+    events[-1]["response"]["status"] = "incomplete"
+    events[-1]["response"]["incomplete_details"] = {"reason": "max_output_tokens"}
+    body = v.sse(events)
+    out, repairs = every_cut(body, REQUEST, FIXES)
+    assert not FIXED & set(repairs)
+    assert (out, repairs) == run([body], REQUEST, OFF)

@@ -365,7 +365,7 @@ class NativeStream(ItemFlow):
     def _terminal(self, ev: WireEvent, error: JSONObject | None = None) -> None:
         """The response's end; ``error``: an error event the proxy sends right before it.
         Only ``response.completed`` says no token limit cut a call (heal/coerce, calls.py)."""
-        self._end_items(failed=error is not None, cut=ev.type != "response.completed")
+        self._end_items(failed=error is not None, cut=not _whole(ev))
         response = ev.get("response")
         if not isinstance(response, dict):
             response = {}
@@ -420,6 +420,15 @@ class NativeStream(ItemFlow):
             if text is not None and item.get("arguments") != text:
                 item["arguments"] = text
                 ev.changed()
+
+
+def _whole(ev: WireEvent) -> bool:
+    """Whether a terminal event says the response was not cut: ``response.completed``, its
+    response not saying otherwise (a ``status`` other than ``completed``, incomplete details)."""
+    response = ev.get("response")
+    if ev.type != "response.completed" or not isinstance(response, dict):
+        return ev.type == "response.completed"
+    return response.get("status") in (None, "completed") and not response.get("incomplete_details")
 
 
 def _dropped(item: object, dropped: set[str]) -> bool:
