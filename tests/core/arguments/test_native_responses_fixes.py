@@ -395,3 +395,19 @@ def test_a_completed_event_whose_response_says_incomplete_fixes_nothing() -> Non
     out, repairs = every_cut(body, REQUEST, FIXES)
     assert not FIXED & set(repairs)
     assert (out, repairs) == run([body], REQUEST, OFF)
+
+
+def test_a_held_calls_end_sent_twice_loses_neither() -> None:
+    """An ``output_item.done`` the upstream repeats for a held call: the first is held with
+    the call, the second waits behind it; both go out, as without healing."""
+    events = payloads(two_calls('{"location": "Paris"}', '{"location": "Oslo"}'))
+    at = next(
+        n
+        for n, e in enumerate(events)
+        if e["type"] == "response.output_item.done" and e["item"]["type"] == "function_call"
+    )
+    events.insert(at, dict(events[at]))
+    body = v.sse(events)
+    held = every_cut(body, REQUEST, FIXES)
+    assert held == run([body], REQUEST, OFF)
+    assert b"".join(held[0].split(b"\n\n")).count(b'"type":"response.output_item.done"') == 4

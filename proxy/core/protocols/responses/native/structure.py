@@ -323,7 +323,10 @@ class ItemFlow:
                 return
             if call.state in HELD:  # heal/coerce: its end waits for the response's (calls.py)
                 up.ended(EndStep.UPSTREAM_ENDS)  # later events without an item are not its
-                self.calls.hold_done(call, ev)
+                if call.done is None:
+                    self.calls.hold_done(call, ev)
+                else:  # its end again: after the first, as any item's event after its end
+                    self.wait(up, ev)
                 return
         if up.extractor is not None or up.rewritten or (up.target is None and up.deferred):
             self.text.text_done(up, ev)
