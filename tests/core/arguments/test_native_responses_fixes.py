@@ -411,3 +411,26 @@ def test_a_held_calls_end_sent_twice_loses_neither() -> None:
     held = every_cut(body, REQUEST, FIXES)
     assert held == run([body], REQUEST, OFF)
     assert b"".join(held[0].split(b"\n\n")).count(b'"type":"response.output_item.done"') == 4
+
+
+def test_a_delta_before_its_items_added_is_not_taken_for_the_item_waiting_before_it() -> None:
+    """A call's first delta ahead of its ``output_item.added`` (R7's shape, once) while the
+    items before it wait behind a held call: it is no event of the reasoning item that
+    waits (whose end came), and no event is sent twice or under another item."""
+    body = stream(
+        call(0, "get_weather", '{"location": "Paris"}'),
+        ("reasoning", "Then the time."),
+        call(1, "get_time", '{"location": "Oslo"}'),
+    )
+    events = payloads(body)
+    added = max(n for n, e in enumerate(events) if e["type"] == "response.output_item.added")
+    events[added], events[added + 1] = events[added + 1], events[added]
+    body = v.sse(v.renumber(events))
+    out, repairs = every_cut(body, REQUEST, FIXES)
+    plain, plain_repairs = run([body], REQUEST, OFF)
+    assert (out, repairs) == (plain, plain_repairs)
+    reasoning = {
+        e.get("item_id") for e in chunks(out) if e["type"].startswith("response.reasoning")
+    }
+    arguments = {e["item_id"] for e in chunks(out) if e["type"] == DELTA}
+    assert not reasoning & arguments

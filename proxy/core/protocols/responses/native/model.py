@@ -120,6 +120,7 @@ class UpstreamItem:
     deferred: list[WireEvent] = field(default_factory=list)  # its opening, held until text shows
     extractor: FailOpen | None = None  # markup in its text becomes calls
     rewritten: bool = False  # text was taken out (markup): the done events are rewritten
+    closing: bool = False  # its output_item.done came, even if it still waits to be read
 
     @property
     def closed_early(self) -> bool:

@@ -116,14 +116,17 @@ class ItemFlow:
     def find(self, ev: WireEvent) -> UpstreamItem | None:
         """The upstream item an event belongs to: by item id, else output_index, else the
         latest; an id that differs from the one known for the item is a rotating id."""
+        if ev.up is not None:  # it waited with its item (``wait``): it goes to that one
+            return ev.up
         item = ev.get("item")
         ident = item.get("id") if isinstance(item, dict) else ev.get("item_id")
         up = self._by_id.get(ident) if isinstance(ident, str) and ident else None
         index = ev.get("output_index")
         if up is None and isinstance(index, int):
             up = self._by_index.get(index)
-        if up is None:
-            up = self._last if self._last is not None and not self._last.done else None
+        if up is None:  # the latest item, unless it ended (its end may wait behind a call)
+            last = self._last
+            up = last if last is not None and not last.done and not last.closing else None
         if up is not None and isinstance(ident, str) and ident and ident not in self._by_id:
             self._by_id[ident] = up
         return up
@@ -176,7 +179,9 @@ class ItemFlow:
         return True
 
     def wait(self, up: UpstreamItem, ev: WireEvent) -> None:
-        """``ev`` waits with the item it belongs to (``release``)."""
+        """``ev`` waits with the item it belongs to (``release``), and is routed to it again
+        then, whatever the upstream's ids say by that time."""
+        ev.up = up
         queue = self._waiting.get(up)
         if queue is None:
             queue = self._waiting[up] = []
@@ -312,6 +317,7 @@ class ItemFlow:
         if up is None:
             self.emit(ev)
             return
+        up.closing = True
         call = up.call
         if self.calls.blocking is not None and call is not self.calls.blocking:
             self.wait(up, ev)
