@@ -1,8 +1,8 @@
 """Issue 25's properties through the streams, with heal_arguments and coerce_arguments on (each
 call then held and sent whole): arguments that fit come out byte for byte identical, however
 the upstream split them; arguments cut off are never healed, whether a token limit or a cut
-stream ended them. Chat (which translate mode runs too) and native Messages, over the real
-agents' tools."""
+stream ended them. Chat (which translate mode runs too), native Messages and native Responses,
+over the real agents' tools."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from proxy.core.events import FinishReason
 from proxy.core.options import RequestInfo, UpstreamOptions
 from proxy.core.repairs import Repair
+from tests.core.arguments import responses_streams as r_streams
 from tests.core.arguments.tools import agent_tools, arguments_texts, fitting
 from tests.core.protocols.messages import streams as m_streams
 from tests.core.protocols.messages.native_helpers import repair as m_repair
@@ -85,6 +87,15 @@ def messages_request() -> dict[str, Any]:
     return {"model": "m", "max_tokens": 64, "messages": [], "tools": tools}
 
 
+def responses_stream(name: str, fragments: list[str], finish: FinishReason) -> bytes:
+    return r_streams.stream(r_streams.call(0, name, *fragments), finish=finish)
+
+
+def responses_request() -> dict[str, Any]:
+    tools = [{"type": "function", **t["function"]} for t in TOOLS]
+    return {"model": "m", "input": "go", "tools": tools}
+
+
 def fitting_text(data: st.DataObject, tool: dict[str, Any]) -> str:
     schema = tool["function"]["parameters"]
     value = data.draw(fitting(schema))
@@ -110,6 +121,10 @@ def test_arguments_that_fit_come_out_byte_identical(tool, data, cuts):
     body = messages_stream(name, fragments, "tool_use")
     out, repairs = m_repair(body, messages_request(), heal_arguments=True, coerce_arguments=True)
     assert out == body  # held, then sent as it came
+    assert not FIXED & set(repairs)
+    body = responses_stream(name, fragments, FinishReason.TOOL_CALLS)
+    out, repairs = r_streams.run([body], responses_request(), FIXES)
+    assert out == body  # held until the terminal event, then sent as it came
     assert not FIXED & set(repairs)
 
 
@@ -142,3 +157,22 @@ def test_arguments_cut_off_are_never_healed(tool, data, cuts):
         if e.get("type") == "content_block_delta" and e["delta"].get("type") == "input_json_delta"
     )
     assert sent == cut  # as it came
+    # native Responses: cut by the token limit (response.incomplete), ended completed all the
+    # same (llama.cpp), or the stream itself cut before its terminal event
+    for finish, complete in (
+        (FinishReason.LENGTH, True),
+        (FinishReason.TOOL_CALLS, True),
+        (None, False),
+    ):
+        body = responses_stream(name, fragments, finish or FinishReason.TOOL_CALLS)
+        if finish is None:
+            body = body[: body.rindex(b"event: response.completed")]
+        out, repairs = r_streams.run([body], responses_request(), FIXES, complete=complete)
+        assert Repair.ARGS_HEALED not in repairs
+        assert r_streams.sent_arguments(out) == [cut]
+    # ... and a call of a response the token limit cut is never fixed, whole as it may look,
+    # even where only the terminal event says so
+    body = r_streams.items_completed(responses_stream(name, split(text, cuts), FinishReason.LENGTH))
+    out, repairs = r_streams.run([body], responses_request(), FIXES)
+    assert not FIXED & set(repairs)
+    assert r_streams.sent_arguments(out) == [text]

@@ -20,6 +20,17 @@ the call that were held, as they came: the held argument text is in those events
 comes after a held upstream call waits behind it (``blocking``, the stream's hold queue);
 a markup call holds only its own text.
 
+Healing and coercion (issue 25, ``heal_arguments``/``coerce_arguments``): the calls follow the
+coalesced table (S2), so an upstream call is held whole, its ``output_item.added`` with it (as
+coalesced output sends a call: at once, at its end), and what comes after it waits behind it.
+Its end (``.done``, its ``output_item.done``) does not say whether a token limit cut it; the
+response's terminal event does, later. So the end waits too (``verdict``, None until then):
+at the terminal event a call of a response that ended ``response.completed``, whose item was
+not ``incomplete``, goes out with its arguments fixed where they were (the added, one delta
+of the whole text, its ``.done`` and ``output_item.done`` with that text; ``fixed_args`` for
+the terminal's ``output``), else as the upstream's own events as they came. A call taken out
+of markup is never fixed (its dialect read the markup whole), nor held for the verdict.
+
 Repeats (issue 16; the rule is proxy/core/protocols/native_calls.py's, shared with native
 Messages): a call named like the call right before it, that one not dropped, is a suspect
 under ``dedupe_calls``. Whether its arguments equal that call's is asked here
@@ -35,6 +46,7 @@ from typing import Final, Protocol
 from proxy.core.arguments.rules import call_rules
 from proxy.core.arguments.tools import RequestTools
 from proxy.core.calls.driver import Calls
+from proxy.core.calls.repeats import json_equal
 from proxy.core.calls.state import (
     ARGS_END,
     DROPPED,
@@ -42,6 +54,7 @@ from proxy.core.calls.state import (
     NAMELESS,
     OPEN,
     S1,
+    S2,
     SUSPECT,
     Action,
     CallInput,
@@ -51,7 +64,12 @@ from proxy.core.errors import NormalizerError
 from proxy.core.ids import IdPool
 from proxy.core.jsonvalues import INVALID, JSONObject, loads
 from proxy.core.options import UpstreamOptions
-from proxy.core.protocols.native_calls import NativeTally, PreviousCall, repeats_before
+from proxy.core.protocols.native_calls import (
+    NativeTally,
+    PreviousCall,
+    previous_call,
+    repeats_before,
+)
 from proxy.core.protocols.responses.items import FunctionCallItem
 from proxy.core.protocols.responses.native import fields
 from proxy.core.protocols.responses.native.lifecycle import ContentStep
@@ -124,6 +142,11 @@ class NativeCalls:
         self.blocking: NativeCall | None = None  # the upstream call held: the rest waits
         self._markup: NativeCall | None = None  # the call being taken out of a message's text
         self.dropped: set[str] = set()  # the item and call ids of repeats dropped
+        # heal/coerce (S2): a call's end waits for the response's; the terminal event's
+        # verdict (None: not yet; True: the response was cut, or ended without saying)
+        self._whole = False
+        self.verdict: bool | None = None
+        self.fixed_args: dict[str, str] = {}  # item id -> the arguments the proxy fixed
 
     def follow(self, request: NativeRequest, options: UpstreamOptions) -> None:
         """What the request asks of the calls' arguments (issue 25): its tools' schemas
@@ -132,7 +155,28 @@ class NativeCalls:
         self.calls.follow(
             call_rules(options, tools),
             one_call=request.one_call and options.enforce_parallel_tool_calls,
+            hold=True,  # heal/coerce: a call held whole (S2) until the response's end
         )
+        self._whole = self.calls.table is S2
+
+    def decide(self, *, cut: bool) -> None:
+        """The response is over (``cut``: not as ``response.completed``, or no terminal event
+        came): the calls whose end waited may go, fixed only if it was not cut."""
+        if self.verdict is None:
+            self.verdict = cut
+
+    def hold_done(self, call: NativeCall, ev: WireEvent) -> None:
+        """A held call's ``output_item.done``, held with it until the verdict."""
+        call.done = ev
+        self._items.held_bytes += ev.size
+        item = ev.get("item")
+        call.item_cut = isinstance(item, dict) and item.get("status") == "incomplete"
+
+    def let_go_done(self, call: NativeCall) -> WireEvent | None:
+        done, call.done = call.done, None
+        if done is not None:
+            self._items.held_bytes -= done.size
+        return done
 
     # -- the upstream's events -> call inputs ------------------------------------------------
 
@@ -213,7 +257,8 @@ class NativeCalls:
         assert call.opening is not None
         self.unblock(call)
         queue, call.held = self._let_go(call.held), []
-        for ev in (call.opening, *queue):
+        done = self.let_go_done(call)
+        for ev in (call.opening, *queue, *(() if done is None else (done,))):
             self._emit(ev)
 
     def _opening_input(self, call: NativeCall, text: str) -> CallInput:
@@ -280,27 +325,60 @@ class NativeCalls:
         self, call: NativeCall, event: CallInput, text: str = "", ev: WireEvent | None = None
     ) -> None:
         """One input through the table. An event of a call not shown yet waits on the call, to
-        go out behind its opening; a dropped call's go nowhere."""
+        go out behind its opening; a dropped call's go nowhere. Under heal/coerce (S2) the
+        end of an upstream call's arguments waits for the verdict, and is checked after the
+        table sent it whole (what the client gets, fixed or not)."""
         state = call.state
-        if event is END:
+        whole = self._whole and state in HELD
+        if event is END and not whole:
             self.calls.ended(call)  # the one place a Responses call's arguments end
         if state is OPEN and event in _QUIET_WHEN_OPEN:
             if event is END and repeats_before(self.calls.records, call):
                 self._repair(Repair.CALL_DUPLICATED)  # counted; only a suspect is dropped
             return
         held = state in HELD
-        if state is SUSPECT and event in ARGS_END and repeats_before(self.calls.records, call):
+        if state is SUSPECT and event in ARGS_END and self._repeats(call):
             self._repair(Repair.CALL_DUPLICATED)
             event = CallInput.DUPLICATE  # dropped (dedupe_calls)
         if ev is not None and call.state is not OPEN:
             if call.state is not DROPPED:
                 self._hold(call.held, ev)
             ev = None
+        if whole and event in ARGS_END and call.up is not None and self.verdict is None:
+            call.ended = True
+            return  # its end waits for the response's (the module's docstring)
         # ``complete=False``: an END never makes up "{}" for a call without arguments; such a
-        # call is ``incomplete``, as the item's own status says (``item_done``)
-        self.calls.input(call, event, text, None, complete=False, extras=ev)
+        # call is ``incomplete``, as the item's own status says (``item_done``). ``True`` only
+        # for a call sent whole that may be fixed: arguments of a response not cut
+        fixable = (
+            whole
+            and self.verdict is False
+            and call.up is not None
+            and not call.item_cut
+            and call.args_len > 0
+        )
+        self.calls.input(call, event, text, None, complete=fixable, extras=ev)
+        if whole and event is END:
+            self.calls.ended(call)
+            # a markup call gets no later END (an upstream call's item end is one, OPEN):
+            # its repeat is counted here; only a suspect is dropped
+            markup_open = call.up is None and state is not SUSPECT and call.state is OPEN
+            if markup_open and repeats_before(self.calls.records, call):
+                self._repair(Repair.CALL_DUPLICATED)
         if held and call.state is DROPPED and call.up is not None:
             self._items.release()  # what waited behind the repeat goes on
+
+    def _repeats(self, call: NativeCall) -> bool:
+        """Whether a suspect repeats the call before it: as they came, or, when the proxy
+        fixed that one, as the suspect would be fixed (both as the client would get them)."""
+        calls = self.calls
+        if repeats_before(calls.records, call):
+            return True
+        before = previous_call(calls.records, call)
+        if before is None or not before.fixed or calls.rules is None or before.name != call.name:
+            return False
+        fixed = calls.rules.fix(call.name, call.text(), cut=False)
+        return fixed is not None and json_equal(loads(fixed.text), before.args.complete())
 
     def _make_ids(self, call: NativeCall) -> None:
         """The item's id and the call_id, made where missing (in that order, as the ids are
@@ -336,13 +414,35 @@ class NativeCalls:
             if item_fields.get(key) != value:
                 item_fields[key] = value
                 ev.changed()
+        if call.fixed and item_fields.get("arguments"):
+            self._repair(Repair.ARGS_IN_FIRST_DELTA)  # the fixed text goes out as the delta
+            item_fields["arguments"] = ""
+            ev.changed()
         call.out = self._items.show(call.up, ev)
         call.out.call = call
         queue, call.held = self._let_go(call.held), []
+        if call.fixed:
+            self._put_fixed(call, call.out, queue)
+            return
         for held in queue:  # the held argument text is in these, as it came
             self._items.fix_item_fields(held, call.out, count=held.raw is not None)
             if held.type == "response.function_call_arguments.done":
                 call.out.step(ContentStep.ARGS_DONE)
+            self._emit(held)
+
+    def _put_fixed(self, call: NativeCall, out: ClientItem, queue: list[WireEvent]) -> None:
+        """A call whose arguments the proxy fixed: one delta of the whole text, then its held
+        events but the upstream's deltas, its ``.done`` with the fixed text."""
+        text = call.text()
+        self.fixed_args[out.id] = text
+        self._insert(fields.arguments_delta(out, text))
+        for held in queue:
+            if held.type == DELTA:
+                continue  # its text is the fixed text's, sent above
+            self._items.fix_item_fields(held, out, count=held.raw is not None)
+            if held.type == "response.function_call_arguments.done":
+                held.set("arguments", text)
+                out.step(ContentStep.ARGS_DONE)
             self._emit(held)
 
     def put_held_args(self, call: NativeCall, text: str, out: None) -> None:
@@ -403,6 +503,9 @@ class NativeCalls:
         and ended (END), and ``incomplete`` when they do not parse."""
         for kind in fields.settled_fields(ev, item, out):
             self._repair(kind)
+        if out.call is not None and out.call.fixed and item.get("arguments") != out.arguments:
+            item["arguments"] = out.arguments  # the arguments the proxy fixed
+            ev.changed()
         arguments = item.get("arguments")
         if out.call is not None:
             self.args_in_done(out.call, arguments)

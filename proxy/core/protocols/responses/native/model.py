@@ -120,6 +120,7 @@ class UpstreamItem:
     deferred: list[WireEvent] = field(default_factory=list)  # its opening, held until text shows
     extractor: FailOpen | None = None  # markup in its text becomes calls
     rewritten: bool = False  # text was taken out (markup): the done events are rewritten
+    closing: bool = False  # its output_item.done came, even if it still waits to be read
 
     @property
     def closed_early(self) -> bool:
@@ -142,13 +143,18 @@ class NativeCall(CallRecord):
     """A function call through the calls (calls.py), with the Responses events
     that make it up: the upstream's ``output_item.added`` (None for a call out of markup),
     the events of it that came while it was held (they go out behind its opening, as they
-    came), and the item it became."""
+    came, or with the arguments the proxy fixed), and the item it became."""
 
     up: UpstreamItem | None = None
     opening: WireEvent | None = None
     item_id: str = ""  #: the item id of a call out of markup, drawn with its call_id
     held: list[WireEvent] = field(default_factory=list)
     out: ClientItem | None = None
+    #: under heal/coerce, its ``output_item.done``, held with it until the response's end
+    #: says whether a token limit cut it (calls.py)
+    done: WireEvent | None = None
+    item_cut: bool = False  #: that ``output_item.done`` said ``status: "incomplete"``
+    ended: bool = False  #: its arguments ended, and it waits for the verdict only
 
 
 def message_part(text: str) -> JSONObject:

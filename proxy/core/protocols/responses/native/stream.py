@@ -29,6 +29,9 @@ Rules this module keeps:
   Non-standard event names and the ``parallel`` wrapper pass through, counted. A second
   ``response.created``, and every event after the terminal one, are dropped, counted: the
   client sees one response, over at its terminal event.
+* Under ``heal_arguments``/``coerce_arguments`` each upstream call is held whole with what
+  comes after it until the terminal event: only ``response.completed`` lets a call go out
+  with its arguments fixed; any other end sends it as the upstream's own events (calls.py).
 * ``close(complete=False)``: what is held goes out as it is and nothing is made up, so the
   client sees the cut.
 * Failing open, as chat does: a stream that would hold more than ``max_held_bytes`` (events
@@ -44,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from proxy.core.calls.state import SUSPECT
+from proxy.core.calls.state import NAMELESS
 from proxy.core.jsonvalues import JSONObject, loads
 from proxy.core.options import UpstreamOptions
 from proxy.core.parse_failure import Recovered, recover
@@ -137,11 +140,14 @@ class NativeStream(ItemFlow):
             self._take(item)
         if self._raw:
             return self._flush()
-        held = self.calls.blocking
-        if held is not None and (complete or held.state is SUSPECT):
-            self.calls.call_ended(held, None)  # a suspect cut short goes out as it came
-        elif held is not None:
-            self.calls.call_cut(held)
+        self.calls.decide(cut=True)  # no terminal event said the response was whole
+        while (held := self.calls.blocking) is not None:
+            if complete or held.state is not NAMELESS:
+                # a suspect cut short goes out as it came, a call held whole (heal/coerce)
+                # as it would have streamed, never fixed
+                self.end_held()
+            else:
+                self.calls.call_cut(held)
         if self._extracting is not None:
             self.text.end_extraction(self._extracting)
             # a message cut before its first text: its opening, held until text shows
@@ -240,7 +246,11 @@ class NativeStream(ItemFlow):
             self._item_done(ev)
         elif kind in _ITEM_EVENTS:
             self._item_event(ev)
+        elif self.waits_with_item(ev):
+            return  # an event of another kind keeps its place after its item's opening
         else:
+            if kind == "error" and self.calls.blocking is not None:
+                self._before_error()
             if kind not in _OTHER_KNOWN and not kind.startswith(_HOSTED_PREFIXES):
                 self.repair(Repair.NONSTANDARD_EVENT)
             elif isinstance(ev.get("response"), dict):
@@ -319,9 +329,16 @@ class NativeStream(ItemFlow):
         failed = WireEvent({"type": "response.failed", "response": response}, None)
         self._terminal(failed, {"type": "error", "code": code, "message": message, "param": None})
 
+    def _before_error(self) -> None:
+        """The upstream reports an error while a call is held: what it sent before the error
+        goes out before it, nothing fixed (a client may stop reading at an error)."""
+        self.calls.decide(cut=True)
+        while self.calls.blocking is not None:
+            self.end_held()
+
     def _answer(self, recovered: Recovered) -> None:
         """The calls of a parser failure as the response's last items, then its end."""
-        self._end_items(failed=False)
+        self._end_items(failed=False, cut=True)
         if recovered.text:
             self.add_whole_message(recovered.text)
         for call in recovered.calls:
@@ -330,22 +347,25 @@ class NativeStream(ItemFlow):
         response = {**self._head(), "status": "completed", "usage": usage}
         self._terminal(WireEvent({"type": "response.completed", "response": response}, None))
 
-    def _end_items(self, *, failed: bool) -> None:
-        """The items left open ended in order (or a held call's end), each event read once."""
+    def _end_items(self, *, failed: bool, cut: bool) -> None:
+        """The items left open ended in order (or a held call's end), each event read once;
+        ``cut``: the response did not end as ``response.completed`` (no call is fixed)."""
+        self.calls.decide(cut=cut)
         if self.calls.blocking is not None:
-            self.calls.call_ended(self.calls.blocking, None)
+            self.end_held()
         if self._extracting is not None:
             self.text.end_extraction(self._extracting)
         while self._open_item is not None or self._waiting or self.calls.blocking is not None:
             if self.calls.blocking is not None:
-                self.calls.call_ended(self.calls.blocking, None)
+                self.end_held()
             elif self._open_item is not None:
                 self.close_early(self._open_item, failed=failed)
             self.release()
 
     def _terminal(self, ev: WireEvent, error: JSONObject | None = None) -> None:
-        """The response's end; ``error``: an error event the proxy sends right before it."""
-        self._end_items(failed=error is not None)
+        """The response's end; ``error``: an error event the proxy sends right before it.
+        Only ``response.completed`` says no token limit cut a call (heal/coerce, calls.py)."""
+        self._end_items(failed=error is not None, cut=not _whole(ev))
         response = ev.get("response")
         if not isinstance(response, dict):
             response = {}
@@ -374,6 +394,8 @@ class NativeStream(ItemFlow):
             response["output"] = ours
             return
         theirs = response.get("output")
+        if isinstance(theirs, list) and self.calls.fixed_args:  # the calls' arguments fixed
+            self._fixed_output(ev, theirs)
         if isinstance(theirs, list) and self.calls.dropped:  # the repeats dropped are no output
             kept = [item for item in theirs if not _dropped(item, self.calls.dropped)]
             if len(kept) != len(theirs):
@@ -387,6 +409,26 @@ class NativeStream(ItemFlow):
         self.repair(Repair.OUTPUT_INCOMPLETE)
         response["output"] = ours
         ev.changed()
+
+    def _fixed_output(self, ev: WireEvent, theirs: list[object]) -> None:
+        """The terminal's items of the calls the proxy fixed, with the fixed arguments."""
+        fixed = self.calls.fixed_args
+        for item in theirs:
+            if not isinstance(item, dict) or item.get("type") != "function_call":
+                continue
+            text = fixed.get(str(item.get("id")))
+            if text is not None and item.get("arguments") != text:
+                item["arguments"] = text
+                ev.changed()
+
+
+def _whole(ev: WireEvent) -> bool:
+    """Whether a terminal event says the response was not cut: ``response.completed``, its
+    response not saying otherwise (a ``status`` other than ``completed``, incomplete details)."""
+    response = ev.get("response")
+    if ev.type != "response.completed" or not isinstance(response, dict):
+        return ev.type == "response.completed"
+    return response.get("status") in (None, "completed") and not response.get("incomplete_details")
 
 
 def _dropped(item: object, dropped: set[str]) -> bool:

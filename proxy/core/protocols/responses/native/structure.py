@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Final
 
-from proxy.core.calls.state import DROPPED, OPEN
+from proxy.core.calls.state import DROPPED, HELD, OPEN
 from proxy.core.jsonvalues import INVALID, JSONObject
 from proxy.core.markup import build_extractor
 from proxy.core.markup.fail_open import fail_open
@@ -22,6 +22,7 @@ from proxy.core.protocols.responses.native.calls import DELTA, NativeCalls
 from proxy.core.protocols.responses.native.lifecycle import EndStep, ItemEnd
 from proxy.core.protocols.responses.native.model import (
     ClientItem,
+    NativeCall,
     UpstreamItem,
     WireEvent,
     message_part,
@@ -115,14 +116,17 @@ class ItemFlow:
     def find(self, ev: WireEvent) -> UpstreamItem | None:
         """The upstream item an event belongs to: by item id, else output_index, else the
         latest; an id that differs from the one known for the item is a rotating id."""
+        if ev.up is not None:  # it waited with its item (``wait``): it goes to that one
+            return ev.up
         item = ev.get("item")
         ident = item.get("id") if isinstance(item, dict) else ev.get("item_id")
         up = self._by_id.get(ident) if isinstance(ident, str) and ident else None
         index = ev.get("output_index")
         if up is None and isinstance(index, int):
             up = self._by_index.get(index)
-        if up is None:
-            up = self._last if self._last is not None and not self._last.done else None
+        if up is None:  # the latest item, unless it ended (its end may wait behind a call)
+            last = self._last
+            up = last if last is not None and not last.done and not last.closing else None
         if up is not None and isinstance(ident, str) and ident and ident not in self._by_id:
             self._by_id[ident] = up
         return up
@@ -165,19 +169,42 @@ class ItemFlow:
         open_item = self._open_item
         if open_item is not None and self.calls.blocking is None and _call_ended(open_item):
             self.close_early(open_item)
-        if self.calls.blocking is None and self._open_item is None:
+        blocking = self.calls.blocking
+        if blocking is None and self._open_item is None:
             return False
-        self.repair(Repair.ITEMS_INTERLEAVED)
+        if blocking is None or not _waits_for_verdict(blocking):
+            self.repair(Repair.ITEMS_INTERLEAVED)
         assert ev.up is not None
         self.wait(ev.up, ev)
         return True
 
     def wait(self, up: UpstreamItem, ev: WireEvent) -> None:
-        """``ev`` waits with the item it belongs to (``release``)."""
+        """``ev`` waits with the item it belongs to (``release``), and is routed to it again
+        then, whatever the upstream's ids say by that time."""
+        ev.up = up
         queue = self._waiting.get(up)
         if queue is None:
             queue = self._waiting[up] = []
         self.hold(queue, ev)
+
+    def waits_with_item(self, ev: WireEvent) -> bool:
+        """An event of a kind the items do not route (non-standard, a hosted tool's) that
+        names an item waiting, or the call held, waits with it, so that it keeps its place
+        after the item's opening (a held call's later items wait long under heal/coerce)."""
+        ident, index = ev.get("item_id"), ev.get("output_index")
+        up = self._by_id.get(ident) if isinstance(ident, str) and ident else None
+        if up is None and isinstance(index, int):
+            up = self._by_index.get(index)
+        if up is None:
+            return False
+        call = self.calls.blocking
+        if call is not None and up.call is call:
+            self.hold(call.held, ev)
+            return True
+        if up in self._waiting:
+            self.wait(up, ev)
+            return True
+        return False
 
     def show(self, up: UpstreamItem, ev: WireEvent) -> ClientItem:
         """The upstream's output_item.added, as the next item of the output."""
@@ -290,6 +317,7 @@ class ItemFlow:
         if up is None:
             self.emit(ev)
             return
+        up.closing = True
         call = up.call
         if self.calls.blocking is not None and call is not self.calls.blocking:
             self.wait(up, ev)
@@ -298,6 +326,13 @@ class ItemFlow:
             self.calls.call_ended(call, ev.get("item"))
             if call.state is DROPPED:
                 up.ended(EndStep.UPSTREAM_ENDS)
+                return
+            if call.state in HELD:  # heal/coerce: its end waits for the response's (calls.py)
+                up.ended(EndStep.UPSTREAM_ENDS)  # later events without an item are not its
+                if call.done is None:
+                    self.calls.hold_done(call, ev)
+                else:  # its end again: after the first, as any item's event after its end
+                    self.wait(up, ev)
                 return
         if up.extractor is not None or up.rewritten or (up.target is None and up.deferred):
             self.text.text_done(up, ev)
@@ -321,6 +356,16 @@ class ItemFlow:
         self.finish(out, item)
         self.emit(ev)
         self.release()
+
+    def end_held(self) -> None:
+        """The held call ends (the verdict is in, or the stream ends): it goes out, then its
+        ``output_item.done`` if it came, as any call's does."""
+        call = self.calls.blocking
+        assert call is not None
+        done = self.calls.let_go_done(call)
+        self.calls.call_ended(call, None)
+        if done is not None:
+            self._item_done(done)
 
     def fix_item_fields_done(self, ev: WireEvent, item: JSONObject, out: ClientItem) -> None:
         if item.get("id") != out.id:
@@ -362,6 +407,8 @@ class ItemFlow:
             events += [] if call.opening is None else [call.opening]
             events += self.let_go(call.held)
             call.held = []
+            done = self.calls.let_go_done(call)
+            events += [] if done is None else [done]
         for up in {id(up): up for up in (*self._by_id.values(), *self._by_index.values())}.values():
             if up.deferred:
                 events += self.let_go(up.deferred)
@@ -448,6 +495,13 @@ def _call_ended(out: ClientItem) -> bool:
         and call.state is OPEN
         and (out.args_done or call.args.complete() is not INVALID)
     )
+
+
+def _waits_for_verdict(call: NativeCall) -> bool:
+    """Whether a held call waits only for the response's end (heal/coerce, calls.py): its
+    arguments ended, or are one whole JSON value (as ``_call_ended`` asks of an open one);
+    an item after it then interleaves with nothing."""
+    return call.ended or (call.up is not None and call.args.complete() is not INVALID)
 
 
 def arrival(ev: WireEvent) -> int:
