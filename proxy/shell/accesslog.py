@@ -19,12 +19,14 @@ With several workers (``workers`` > 1) every JSON line also names the process th
 
 Once :func:`configure_logging` has set it up, a line skips the ``logging`` machinery (a
 record, its handler's lock, a formatter, a write and a flush for every request): it is
-written as bytes into an :class:`AccessWriter`, which writes what it holds at most
-``FLUSH_EVERY`` later, from a timer of the event loop, off the request's path, and at
-shutdown (``logging.shutdown`` flushes it, as it does every handler). Each write holds whole
+written as bytes into an :class:`AccessWriter`, which writes what it holds once the event
+loop's turn is over (a callback scheduled with the first line held: the lines of every
+request that ended in that turn go in one write, off the requests' path; well within the
+documented bound, ``FLUSH_EVERY``), and at shutdown (``logging.shutdown`` flushes it, as it
+does every handler). Each write holds whole
 lines and, up to ``PIPE_BUF``, is atomic on a pipe, so the lines of several workers sharing
-one stderr never interleave. What ``kill -9`` loses is what was held: the lines of at most
-the last ``FLUSH_EVERY``.
+one stderr never interleave. What ``kill -9`` loses is what was held: the lines of the
+requests that ended in the loop's last turn (never more than ``FLUSH_EVERY``'s).
 """
 
 from __future__ import annotations
@@ -153,7 +155,8 @@ def log_exchange(exchange: Exchange) -> None:
     access_log.handle(record)
 
 
-#: the longest an access line waits in the writer before it is written (the docs promise it)
+#: the longest an access line may wait in the writer (the docs promise it); it waits one turn
+#: of the event loop, which a loop that keeps streams flowing never stretches near this
 FLUSH_EVERY: Final = 0.1
 #: what the writer holds before it writes without waiting for its timer
 MAX_HELD_BYTES: Final = 64 * 1024
@@ -195,8 +198,8 @@ def whole_line_writes(data: bytes, limit: int = PIPE_BUF) -> list[bytes]:
 
 
 class AccessWriter:
-    """Access lines held as bytes and written, whole, within ``FLUSH_EVERY`` of the first one
-    held (or as soon as ``MAX_HELD_BYTES`` are), by a timer on the running event loop."""
+    """Access lines held as bytes and written, whole, at the end of the event loop's turn
+    (or as soon as ``MAX_HELD_BYTES`` are held)."""
 
     def __init__(self, stream: IO[str], worker: int = 0) -> None:
         self._stream = stream
@@ -208,7 +211,7 @@ class AccessWriter:
         self._clock = UtcClock()
         self._held: list[bytes] = []
         self._size = 0
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
         self._timer_loop: asyncio.AbstractEventLoop | None = None
 
     def put(self, fields: dict[str, Any]) -> None:
@@ -227,9 +230,9 @@ class AccessWriter:
         except RuntimeError:  # no loop to flush it later: now
             self.flush()
             return
-        # a timer of a loop that has since closed never fires: one of this loop replaces it
+        # a callback of a loop that has since closed never runs: one of this loop replaces it
         if self._timer is None or self._timer_loop is not loop:
-            self._timer = loop.call_later(FLUSH_EVERY, self._due)
+            self._timer = loop.call_soon(self._due)
             self._timer_loop = loop
 
     def _due(self) -> None:
