@@ -1,9 +1,10 @@
 """The access log: one JSON line per proxied request, written when the request ends.
 
-The middleware here opens each request's Exchange and, however the request ends (answered,
-failed, aborted, or cancelled because the client left), records it in the metrics and logs
-it once. The proxy's own endpoints (``/-/health``, ``/-/ready``, ``/-/metrics``) are polled by
-orchestrators every few seconds and are neither logged nor counted.
+``recorded`` (called by the proxy's one middleware, proxy.shell.middlewares) opens each
+request's Exchange and, however the request ends (answered, failed, aborted, or cancelled
+because the client left), records it in the metrics and logs it once. The proxy's own
+endpoints (``/-/health``, ``/-/ready``, ``/-/metrics``) are polled by orchestrators every few
+seconds and are neither logged nor counted.
 
 The line goes to the ``toolcall_proxy.access`` logger at INFO, so ``log_level = "warning"``
 turns it off. Fields: ``time``, ``request_id``, ``method``, ``path``, ``upstream``,
@@ -38,13 +39,13 @@ import select
 import sys
 import time
 import traceback
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from time import perf_counter
 from typing import IO, Any, Final
 
 import orjson
 from aiohttp import web
-from aiohttp.typedefs import Handler, Middleware
 
 from proxy.shell.app_state import REQUEST_ID
 from proxy.shell.exchange import EXCHANGE, Exchange
@@ -58,43 +59,39 @@ CLIENT_GONE: Final = "client_gone"  # the client left; the handler was cancelled
 NO_RESPONSE_STATUS: Final = 499  # nginx's "client closed request", for a client that left early
 
 
-def access_middleware(own_prefix: str) -> Middleware:
-    """Open an Exchange for each proxied request and record it when the request ends."""
-
-    @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path.startswith(own_prefix):
-            return await handler(request)
-        exchange = Exchange(
-            request_id=request[REQUEST_ID],
-            method=request.method,
-            path=request.path,
-            started_at=perf_counter(),
-        )
-        request[EXCHANGE] = exchange
-        metrics = request.app[METRICS]
-        metrics.begin(exchange)
-        try:
-            response = await handler(request)
-        except asyncio.CancelledError:
-            exchange.end = exchange.end or CLIENT_GONE
-            exchange.status = exchange.status or NO_RESPONSE_STATUS
-            raise
-        except web.HTTPException as exc:
-            exchange.status = exc.status
-            raise
-        except BaseException:
-            exchange.status = exchange.status or 500
-            raise
-        else:
-            exchange.status = exchange.status or response.status
-            _count_own_body(exchange, response)
-            return response
-        finally:
-            metrics.end(exchange)
-            log_exchange(exchange)
-
-    return middleware
+async def recorded(
+    request: web.Request, answer: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """``answer(request)`` with an Exchange open for it, recorded in the metrics and logged
+    once however the request ends (proxy.shell.middlewares calls it for every proxied one)."""
+    exchange = Exchange(
+        request_id=request[REQUEST_ID],
+        method=request.method,
+        path=request.path,
+        started_at=perf_counter(),
+    )
+    request[EXCHANGE] = exchange
+    metrics = request.app[METRICS]
+    metrics.begin(exchange)
+    try:
+        response = await answer(request)
+    except asyncio.CancelledError:
+        exchange.end = exchange.end or CLIENT_GONE
+        exchange.status = exchange.status or NO_RESPONSE_STATUS
+        raise
+    except web.HTTPException as exc:
+        exchange.status = exc.status
+        raise
+    except BaseException:
+        exchange.status = exchange.status or 500
+        raise
+    else:
+        exchange.status = exchange.status or response.status
+        _count_own_body(exchange, response)
+        return response
+    finally:
+        metrics.end(exchange)
+        log_exchange(exchange)
 
 
 def _count_own_body(exchange: Exchange, response: web.StreamResponse) -> None:

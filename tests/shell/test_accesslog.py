@@ -459,7 +459,7 @@ def test_a_write_holds_whole_lines_within_pipe_buf() -> None:
 async def test_each_write_to_a_pipe_is_whole_lines_within_pipe_buf() -> None:
     # a pipe in packet mode (O_DIRECT): each read returns one write, as the kernel took it
     read_end, write_end = os.pipe2(os.O_DIRECT)
-    with open(write_end, "w") as stream:
+    with open(write_end, "w") as stream:  # noqa: ASYNC230 (a pipe, read below)
         writer = AccessWriter(stream)
         for i in range(30):  # a pipe holds 16 packets: fewer writes than that, read after
             writer.put_line(b'{"n":%d,"pad":"%s"}\n' % (i, b"x" * (i * 37 % 1500)))
