@@ -68,7 +68,9 @@ def _body(model: str, stream: bool) -> bytes:
     return orjson.dumps({"model": model, "stream": stream, "messages": messages, "tools": TOOLS})
 
 
-async def _one(session: aiohttp.ClientSession, url: str, body: bytes, stream: bool) -> tuple[int, int]:
+async def _one(
+    session: aiohttp.ClientSession, url: str, body: bytes, stream: bool
+) -> tuple[int, int]:
     """One request: (first body byte, last byte) in us after it was sent; raises on failure."""
     t0 = now_us()
     first = 0
@@ -87,7 +89,9 @@ async def _one(session: aiohttp.ClientSession, url: str, body: bytes, stream: bo
     return first, total
 
 
-async def sequential(url: str, model: str, stream: bool, requests: int, warmup: int) -> dict[str, Any]:
+async def sequential(
+    url: str, model: str, stream: bool, requests: int, warmup: int
+) -> dict[str, Any]:
     body = _body(model, stream)
     ttfb: list[int] = []
     total: list[int] = []
@@ -167,12 +171,23 @@ def _run(argv: list[str], timeout: float) -> tuple[dict[str, Any], float]:
     )
     cpu = _children_cpu() - before
     if proc.returncode != 0 or not proc.stdout.strip():
-        return {"errors": {f"load exit {proc.returncode}": 1}, "stderr": proc.stderr[-500:].decode()}, cpu
+        return {
+            "errors": {f"load exit {proc.returncode}": 1},
+            "stderr": proc.stderr[-500:].decode(),
+        }, cpu
     return orjson.loads(proc.stdout), cpu
 
 
 def _client(target: targets.Target, *args: str) -> list[str]:
-    return [sys.executable, "-m", "bench.request_cost", "client", "--url", target.base + PATH, *args]
+    return [
+        sys.executable,
+        "-m",
+        "bench.request_cost",
+        "client",
+        "--url",
+        target.base + PATH,
+        *args,
+    ]
 
 
 def _cpu(target: targets.Target) -> float | None:
@@ -195,8 +210,14 @@ def one_client(target: targets.Target, requests: int, warmup: int) -> dict[str, 
         cpu1 = _cpu(target)
         done = len(out.get("total_us", []))
         cell[name] = {
-            "total_ms": {"p50": _q(out.get("total_us", []), 50), "p99": _q(out.get("total_us", []), 99)},
-            "ttfb_ms": {"p50": _q(out.get("ttfb_us", []), 50), "p99": _q(out.get("ttfb_us", []), 99)},
+            "total_ms": {
+                "p50": _q(out.get("total_us", []), 50),
+                "p99": _q(out.get("total_us", []), 99),
+            },
+            "ttfb_ms": {
+                "p50": _q(out.get("ttfb_us", []), 50),
+                "p99": _q(out.get("ttfb_us", []), 99),
+            },
             # the warm-up's CPU is in the figure too: per request of all that were sent
             "cpu_ms": None
             if cpu0 is None or cpu1 is None or not done
@@ -238,7 +259,12 @@ def _rotated(items: list[targets.Target], rep: int) -> list[targets.Target]:
     return items[k:] + items[:k]
 
 
-def run(args: argparse.Namespace, chosen: list[targets.Target], workdir: Path, say: Callable[[str], object]) -> dict[str, Any]:
+def run(
+    args: argparse.Namespace,
+    chosen: list[targets.Target],
+    workdir: Path,
+    say: Callable[[str], object],
+) -> dict[str, Any]:
     upstream = targets.start_upstream(workdir)
     cells: list[dict[str, Any]] = []
     try:
@@ -248,16 +274,38 @@ def run(args: argparse.Namespace, chosen: list[targets.Target], workdir: Path, s
             one_client(t, 20, 5)
         for rep in range(args.reps):
             for t in _rotated(chosen, rep) if "one" in args.parts else ():
-                cells.append({"part": "one", "target": t.name, "rep": rep, **one_client(t, args.requests, args.warmup)})
+                cells.append(
+                    {
+                        "part": "one",
+                        "target": t.name,
+                        "rep": rep,
+                        **one_client(t, args.requests, args.warmup),
+                    }
+                )
                 say(f"one client  rep {rep} {t.name}")
             for streams in BURSTS if "burst" in args.parts else ():
                 for t in _rotated(chosen, rep):
-                    cells.append({"part": "burst", "target": t.name, "rep": rep, "streams": streams, **burst_cell(t, streams)})
+                    cells.append(
+                        {
+                            "part": "burst",
+                            "target": t.name,
+                            "rep": rep,
+                            "streams": streams,
+                            **burst_cell(t, streams),
+                        }
+                    )
                     say(f"burst {streams} rep {rep} {t.name}: {cells[-1]['ttfb_ms']}")
                     time.sleep(0.5)  # the closed connections' TIME_WAIT and the upstream's tail
         for concurrency in GATEWAY if "gateway" in args.parts else ():
             for t in chosen:
-                cells.append({"part": "gateway", "target": t.name, "concurrency": concurrency, **gateway_cell(t, concurrency, args.gateway_duration)})
+                cells.append(
+                    {
+                        "part": "gateway",
+                        "target": t.name,
+                        "concurrency": concurrency,
+                        **gateway_cell(t, concurrency, args.gateway_duration),
+                    }
+                )
                 say(f"gateway c={concurrency} {t.name}: {cells[-1]['token_ms']}")
     finally:
         for t in chosen:
@@ -278,11 +326,9 @@ def _f(v: float | None, fmt: str = "{:.2f}") -> str:
     return "" if v is None else fmt.format(v)
 
 
-def _get(cell: dict[str, Any], *path: str) -> float | None:
+def _get(cell: object, *path: str) -> float | None:
     for key in path:
-        if not isinstance(cell, dict):
-            return None
-        cell = cell.get(key)  # type: ignore[assignment]
+        cell = cell.get(key) if isinstance(cell, dict) else None
     return cell if isinstance(cell, (int, float)) else None
 
 
@@ -291,7 +337,13 @@ def markdown(result: dict[str, Any], names: list[str]) -> str:
     out: list[str] = []
 
     def of(part: str, name: str, **match: object) -> list[dict[str, Any]]:
-        return [c for c in cells if c["part"] == part and c["target"] == name and all(c.get(k) == v for k, v in match.items())]
+        return [
+            c
+            for c in cells
+            if c["part"] == part
+            and c["target"] == name
+            and all(c.get(k) == v for k, v in match.items())
+        ]
 
     one = {n: of("one", n) for n in names}
 
@@ -299,13 +351,19 @@ def markdown(result: dict[str, Any], names: list[str]) -> str:
         return _med([_get(c, *path) for c in one[name]])
 
     def per_token(name: str) -> float | None:
-        short, long_ = one_fig(name, SHORT, "total_ms", "p50"), one_fig(name, LONG, "total_ms", "p50")
+        short, long_ = (
+            one_fig(name, SHORT, "total_ms", "p50"),
+            one_fig(name, LONG, "total_ms", "p50"),
+        )
         if short is None or long_ is None:
             return None
         return 1000 * (long_ - short) / 200  # us per chunk
 
     out.append("### One client (sequential requests on one connection)\n")
-    out.append("| answer | target | total p50 ms | total p99 ms | first byte p50 ms | first byte p99 ms | added p50 ms | CPU ms / request | x floor | errors |")
+    out.append(
+        "| answer | target | total p50 ms | total p99 ms | first byte p50 ms"
+        " | first byte p99 ms | added p50 ms | CPU ms / request | x floor | errors |"
+    )
     out.append("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
     for answer, *_ in ANSWERS:
         direct = one_fig("direct", answer, "total_ms", "p50")
@@ -315,18 +373,30 @@ def markdown(result: dict[str, Any], names: list[str]) -> str:
             cpu = one_fig(n, answer, "cpu_ms")
             errors = sum(int(_get(c, answer, "errors") or 0) for c in one[n])
             out.append(
-                "| " + " | ".join([
-                    answer, n,
-                    _f(total), _f(one_fig(n, answer, "total_ms", "p99")),
-                    _f(one_fig(n, answer, "ttfb_ms", "p50")), _f(one_fig(n, answer, "ttfb_ms", "p99")),
-                    "" if n == "direct" or total is None or direct is None else f"{total - direct:+.2f}",
-                    _f(cpu, "{:.3f}"),
-                    _f(cpu / floor_cpu if cpu is not None and floor_cpu else None),
-                    str(errors),
-                ]) + " |"
+                "| "
+                + " | ".join(
+                    [
+                        answer,
+                        n,
+                        _f(total),
+                        _f(one_fig(n, answer, "total_ms", "p99")),
+                        _f(one_fig(n, answer, "ttfb_ms", "p50")),
+                        _f(one_fig(n, answer, "ttfb_ms", "p99")),
+                        ""
+                        if n == "direct" or total is None or direct is None
+                        else f"{total - direct:+.2f}",
+                        _f(cpu, "{:.3f}"),
+                        _f(cpu / floor_cpu if cpu is not None and floor_cpu else None),
+                        str(errors),
+                    ]
+                )
+                + " |"
             )
     direct_tok = per_token("direct")
-    out.append("\nPer token (the p50 of a 250-chunk tool-call stream less a 50-chunk one's, per chunk, at 0 ms):\n")
+    out.append(
+        "\nPer token (the p50 of a 250-chunk tool-call stream less a 50-chunk one's, per"
+        " chunk, at 0 ms):\n"
+    )
     out.append("| target | us / token | added over direct us / token |")
     out.append("|---|--:|--:|")
     for n in names:
@@ -334,7 +404,10 @@ def markdown(result: dict[str, Any], names: list[str]) -> str:
         added = None if tok is None or direct_tok is None or n == "direct" else tok - direct_tok
         out.append(f"| {n} | {_f(tok, '{:.1f}')} | {_f(added, '{:+.1f}')} |")
 
-    out.append("\n### A burst (streams started at one instant, new connections; tool call, 50 chunks at 20 ms)\n")
+    out.append(
+        "\n### A burst (streams started at one instant, new connections; tool call, 50"
+        " chunks at 20 ms)\n"
+    )
     out.append("| streams | target | first byte p50 ms | first byte p99 ms | failed |")
     out.append("|--:|---|--:|--:|--:|")
     for streams in BURSTS:
@@ -344,11 +417,18 @@ def markdown(result: dict[str, Any], names: list[str]) -> str:
                 continue
             out.append(
                 f"| {streams} | {n} | {_f(_med([_get(c, 'ttfb_ms', 'p50') for c in b]))} |"
-                f" {_f(_med([_get(c, 'ttfb_ms', 'p99') for c in b]))} | {sum(int(c['failed']) for c in b)} |"
+                f" {_f(_med([_get(c, 'ttfb_ms', 'p99') for c in b]))} |"
+                f" {sum(int(c['failed']) for c in b)} |"
             )
 
-    out.append("\n### The gateway shape (concurrency C, streams back to back; tool call, 50 chunks at 20 ms)\n")
-    out.append("| C | target | chunks/s | % direct | token p50 ms | token p99 ms | added p50 ms | added p99 ms | first byte p50 ms | target CPU share | client CPU share | errors |")
+    out.append(
+        "\n### The gateway shape (concurrency C, streams back to back; tool call, 50"
+        " chunks at 20 ms)\n"
+    )
+    out.append(
+        "| C | target | chunks/s | % direct | token p50 ms | token p99 ms | added p50 ms"
+        " | added p99 ms | first byte p50 ms | target CPU share | client CPU share | errors |"
+    )
     out.append("|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for c in GATEWAY:
         base = next(iter(of("gateway", "direct", concurrency=c)), None)
@@ -360,18 +440,32 @@ def markdown(result: dict[str, Any], names: list[str]) -> str:
             p50, p99 = _get(g, "token_ms", "p50"), _get(g, "token_ms", "p99")
             b50 = _get(base, "token_ms", "p50") if base else None
             b99 = _get(base, "token_ms", "p99") if base else None
-            out.append("| " + " | ".join([
-                str(c), n, _f(rate, "{:.0f}"),
-                _f(100 * rate / brate if rate and brate else None, "{:.1f}"),
-                _f(p50), _f(p99),
-                "" if n == "direct" or p50 is None or b50 is None else f"{p50 - b50:+.2f}",
-                "" if n == "direct" or p99 is None or b99 is None else f"{p99 - b99:+.2f}",
-                _f(_get(g, "ttfb_ms", "p50")),
-                _f(g.get("target_cpu_share")), _f(g.get("client_cpu_share")), str(g.get("errors")),
-            ]) + " |")
+            out.append(
+                "| "
+                + " | ".join(
+                    [
+                        str(c),
+                        n,
+                        _f(rate, "{:.0f}"),
+                        _f(100 * rate / brate if rate and brate else None, "{:.1f}"),
+                        _f(p50),
+                        _f(p99),
+                        "" if n == "direct" or p50 is None or b50 is None else f"{p50 - b50:+.2f}",
+                        "" if n == "direct" or p99 is None or b99 is None else f"{p99 - b99:+.2f}",
+                        _f(_get(g, "ttfb_ms", "p50")),
+                        _f(g.get("target_cpu_share")),
+                        _f(g.get("client_cpu_share")),
+                        str(g.get("errors")),
+                    ]
+                )
+                + " |"
+            )
     saturated = [
-        c["concurrency"] for c in cells
-        if c["part"] == "gateway" and c["target"] == "direct" and (c.get("client_cpu_share") or 0) >= 0.9
+        c["concurrency"]
+        for c in cells
+        if c["part"] == "gateway"
+        and c["target"] == "direct"
+        and (c.get("client_cpu_share") or 0) >= 0.9
     ]
     if saturated:
         out.append(
@@ -409,13 +503,27 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["client"]:
         _client_main(argv[1:])
         return 0
-    p = argparse.ArgumentParser(prog="python -m bench.request_cost", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="150 requests, 1 repetition, 3 s gateway loads")
-    p.add_argument("--targets", default="bare,nginx,proxy", help="besides direct: bare, nginx, proxy, proxy@DIR")
+    p = argparse.ArgumentParser(
+        prog="python -m bench.request_cost",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--quick", action="store_true", help="150 requests, 1 repetition, 3 s gateway loads"
+    )
+    p.add_argument(
+        "--targets",
+        default="bare,nginx,proxy",
+        help="besides direct: bare, nginx, proxy, proxy@DIR",
+    )
     p.add_argument("--reps", type=int, help="repetitions (default 3; quick 1)")
-    p.add_argument("--requests", type=int, help="one-client requests per answer (default 300; quick 150)")
+    p.add_argument(
+        "--requests", type=int, help="one-client requests per answer (default 300; quick 150)"
+    )
     p.add_argument("--warmup", type=int, default=30, help="one-client requests not counted")
-    p.add_argument("--gateway-duration", type=float, help="seconds per gateway load (default 5; quick 3)")
+    p.add_argument(
+        "--gateway-duration", type=float, help="seconds per gateway load (default 5; quick 3)"
+    )
     p.add_argument("--parts", default="one,burst,gateway", help="of one, burst, gateway")
     p.add_argument("--install", action="store_true", help="apt-get install nginx when missing")
     p.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
