@@ -90,8 +90,9 @@ async def recorded(
         _count_own_body(exchange, response)
         return response
     finally:
-        metrics.end(exchange)
-        log_exchange(exchange)
+        now = perf_counter()  # one clock reading for the metrics and the line
+        metrics.end(exchange, now)
+        log_exchange(exchange, now)
 
 
 def _count_own_body(exchange: Exchange, response: web.StreamResponse) -> None:
@@ -136,10 +137,10 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1000, 3)
 
 
-def log_exchange(exchange: Exchange) -> None:
+def log_exchange(exchange: Exchange, now: float) -> None:
     if not access_log.isEnabledFor(logging.INFO):
         return
-    fields = access_fields(exchange, perf_counter())
+    fields = access_fields(exchange, now)
     handlers = access_log.handlers
     if len(handlers) == 1 and type(handlers[0]) is AccessHandler and not access_log.filters:
         handlers[0].writer.put(fields)  # configure_logging's: the line without a record
