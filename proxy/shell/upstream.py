@@ -262,7 +262,7 @@ def _client_timeout(connect: float) -> ClientTimeout:
 def _upstream_headers(
     request: web.Request, settings: Settings, upstream: UpstreamConfig, plan: Plan | None
 ) -> CIMultiDict[str]:
-    headers = end_to_end(request.headers, drop=[hdrs.HOST, hdrs.CONTENT_LENGTH, hdrs.EXPECT])
+    headers = end_to_end(request.headers, drop=(hdrs.HOST, hdrs.CONTENT_LENGTH, hdrs.EXPECT))
     # the client's key is for the proxy only when auth is on; the upstream's replaces it
     auth = settings.auth.enabled
     if plan is None:  # GET /v1/models, asked of every upstream
