@@ -11,7 +11,10 @@ turn (the order rotating), so that a machine shared with other work slows them a
   the target's CPU (its process tree, /proc) per request. Per token: the slope of the
   request's p50 between a 50- and a 250-chunk tool-call stream, per chunk, minus direct's.
 - **A burst**: 100 and 500 streams (tool call, 50 chunks at 20 ms) started at one instant
-  on fresh connections; time to the first byte at p50/p99, and the streams that failed.
+  on fresh connections; time to the first byte at p50/p99, and the streams that failed; for
+  the proxy also the part of it spent in its handler (its access lines' ``ttfb_ms``: from
+  the request parsed to its first body byte sent, the upstream's connect and answer
+  included), so the rest is accepting, parsing and waiting for the loop.
 - **The gateway shape**: concurrency 1, 8, 64 and 512 streams back to back (bench.load:
   tool call, 50 chunks at 20 ms), the latency each token adds over direct at p50/p99, the
   throughput against direct's, and the load generator's own CPU share: a Python client on
@@ -227,12 +230,38 @@ def one_client(target: targets.Target, requests: int, warmup: int) -> dict[str, 
     return cell
 
 
+def _log_size(target: targets.Target) -> int:
+    return target.server.log.stat().st_size if target.server else 0
+
+
+def _own_ttfb(target: targets.Target, offset: int) -> list[int]:
+    """The proxy's own time to the first byte (its access lines' ``ttfb_ms``: from its handler
+    taking the request to the first body byte sent), in us, of the lines after ``offset``."""
+    if target.server is None or not isinstance(target, targets.Proxy):
+        return []
+    with target.server.log.open("rb") as log:
+        log.seek(offset)
+        lines = log.read().splitlines()
+    found = []
+    for line in lines:
+        if line.startswith(b"{") and b'"ttfb_ms"' in line:
+            ttfb = orjson.loads(line).get("ttfb_ms")
+            if isinstance(ttfb, (int, float)):
+                found.append(int(ttfb * 1000))
+    return found
+
+
 def burst_cell(target: targets.Target, streams: int) -> dict[str, Any]:
     argv = _client(target, "--mode", "burst", "--model", model_name("toolcall", 50, 20))
+    offset = _log_size(target)
     out, _ = _run([*argv, "--streams", str(streams)], 120)
+    time.sleep(0.2)  # the last access lines, held up to one loop turn
     ttfb = out.get("ttfb_us", [])
+    own = _own_ttfb(target, offset)
     return {
         "ttfb_ms": {"p50": _q(ttfb, 50), "p99": _q(ttfb, 99)},
+        # where the time goes: from the handler's start (parsed, routed) to the first byte
+        "handler_ttfb_ms": {"p50": _q(own, 50), "p99": _q(own, 99)} if own else None,
         "failed": streams - len(ttfb),
     }
 
@@ -408,8 +437,11 @@ def markdown(result: dict[str, Any], names: list[str]) -> str:
         "\n### A burst (streams started at one instant, new connections; tool call, 50"
         " chunks at 20 ms)\n"
     )
-    out.append("| streams | target | first byte p50 ms | first byte p99 ms | failed |")
-    out.append("|--:|---|--:|--:|--:|")
+    out.append(
+        "| streams | target | first byte p50 ms | first byte p99 ms | in the handler p50 ms"
+        " | in the handler p99 ms | failed |"
+    )
+    out.append("|--:|---|--:|--:|--:|--:|--:|")
     for streams in BURSTS:
         for n in names:
             b = of("burst", n, streams=streams)
@@ -418,6 +450,8 @@ def markdown(result: dict[str, Any], names: list[str]) -> str:
             out.append(
                 f"| {streams} | {n} | {_f(_med([_get(c, 'ttfb_ms', 'p50') for c in b]))} |"
                 f" {_f(_med([_get(c, 'ttfb_ms', 'p99') for c in b]))} |"
+                f" {_f(_med([_get(c, 'handler_ttfb_ms', 'p50') for c in b]))} |"
+                f" {_f(_med([_get(c, 'handler_ttfb_ms', 'p99') for c in b]))} |"
                 f" {sum(int(c['failed']) for c in b)} |"
             )
 
