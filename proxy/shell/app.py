@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
-from aiohttp import ClientSession, DummyCookieJar, TCPConnector, hdrs, web
+from aiohttp import ClientSession, DummyCookieJar, hdrs, web
 
 from proxy.core.errors import ConfigError
 from proxy.core.options import UpstreamOptions
@@ -17,7 +17,7 @@ from proxy.shell.auth import ClientKeys
 from proxy.shell.drain import Drain
 from proxy.shell.fleet_metrics import Fleet
 from proxy.shell.handlers import OWN_PREFIX, handle_proxy
-from proxy.shell.keepalive import reuse_tracing
+from proxy.shell.keepalive import ReuseConnector
 from proxy.shell.limits import replica_pool
 from proxy.shell.metrics import METRICS, Metrics, handle_metrics
 from proxy.shell.middlewares import proxy_middleware, response_prepared
@@ -128,7 +128,7 @@ def create_app(settings: Settings, fleet: Fleet | None = None) -> web.Applicatio
 
     async def client_session(app: web.Application) -> AsyncIterator[None]:
         session = ClientSession(
-            connector=TCPConnector(limit=0),
+            connector=ReuseConnector(limit=0),
             # Bytes pass through as the upstream sent them: no decompression, no cookies
             # shared between clients, no headers the client did not send.
             auto_decompress=False,
@@ -140,7 +140,6 @@ def create_app(settings: Settings, fleet: Fleet | None = None) -> web.Applicatio
                 hdrs.CONTENT_TYPE,
             ),
             trust_env=False,
-            trace_configs=[reuse_tracing()],
         )
         app[STATE] = Live(
             ProxyState(
