@@ -30,7 +30,7 @@ from proxy.settings import (
     resolve_config_path,
 )
 from proxy.shell import hangup
-from proxy.shell.accesslog import configure_logging
+from proxy.shell.accesslog import configure_logging, flush_access_log
 from proxy.shell.app import create_app
 from proxy.shell.heap import freeze_on_startup
 from proxy.shell.limits import LISTEN_BACKLOG, server_options
@@ -128,6 +128,7 @@ def serve(settings: Settings, reload: hangup.Loader | None = None) -> int:
         **server_options(settings),
         print=lambda line: logging.getLogger("toolcall_proxy").info("%s", line.strip()),
     )
+    flush_access_log()  # the lines of the last requests, held up to 100 ms (accesslog.py)
     return 0
 
 

@@ -1,9 +1,10 @@
 """The access log: one JSON line per proxied request, written when the request ends.
 
-The middleware here opens each request's Exchange and, however the request ends (answered,
-failed, aborted, or cancelled because the client left), records it in the metrics and logs
-it once. The proxy's own endpoints (``/-/health``, ``/-/ready``, ``/-/metrics``) are polled by
-orchestrators every few seconds and are neither logged nor counted.
+``recorded`` (called by the proxy's one middleware, proxy.shell.middlewares) opens each
+request's Exchange and, however the request ends (answered, failed, aborted, or cancelled
+because the client left), records it in the metrics and logs it once. The proxy's own
+endpoints (``/-/health``, ``/-/ready``, ``/-/metrics``) are polled by orchestrators every few
+seconds and are neither logged nor counted.
 
 The line goes to the ``toolcall_proxy.access`` logger at INFO, so ``log_level = "warning"``
 turns it off. Fields: ``time``, ``request_id``, ``method``, ``path``, ``upstream``,
@@ -16,19 +17,35 @@ asked) and ``attempts`` (requests sent upstream for it: 2 after one retry; 0 whe
 sent). ``end`` is ``proxy_error`` for a request the proxy failed on (proxy.shell.middlewares).
 With several workers (``workers`` > 1) every JSON line also names the process that wrote it,
 ``worker`` (1..N), right after ``time``; with one worker the field is absent.
+
+Once :func:`configure_logging` has set it up, a line skips the ``logging`` machinery (a
+record, its handler's lock, a formatter, a write and a flush for every request): it is
+written as bytes into an :class:`AccessWriter`, which writes what it holds once the event
+loop's turn is over (a callback scheduled with the first line held: the lines of every
+request that ended in that turn go in one write, off the requests' path; well within the
+documented bound, ``FLUSH_EVERY``), and at shutdown (``logging.shutdown`` flushes it, as it
+does every handler). Each write holds whole
+lines and, up to ``PIPE_BUF``, is atomic on a pipe, so the lines of several workers sharing
+one stderr never interleave. What ``kill -9`` loses is what was held: the lines of the
+requests that ended in the loop's last turn (never more than ``FLUSH_EVERY``'s).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import select
+import sys
+import time
+import traceback
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from time import perf_counter
-from typing import Any, Final
+from typing import IO, Any, Final
 
 import orjson
 from aiohttp import web
-from aiohttp.typedefs import Handler, Middleware
 
 from proxy.shell.app_state import REQUEST_ID
 from proxy.shell.exchange import EXCHANGE, Exchange
@@ -42,43 +59,40 @@ CLIENT_GONE: Final = "client_gone"  # the client left; the handler was cancelled
 NO_RESPONSE_STATUS: Final = 499  # nginx's "client closed request", for a client that left early
 
 
-def access_middleware(own_prefix: str) -> Middleware:
-    """Open an Exchange for each proxied request and record it when the request ends."""
-
-    @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path.startswith(own_prefix):
-            return await handler(request)
-        exchange = Exchange(
-            request_id=request[REQUEST_ID],
-            method=request.method,
-            path=request.path,
-            started_at=perf_counter(),
-        )
-        request[EXCHANGE] = exchange
-        metrics = request.app[METRICS]
-        metrics.begin(exchange)
-        try:
-            response = await handler(request)
-        except asyncio.CancelledError:
-            exchange.end = exchange.end or CLIENT_GONE
-            exchange.status = exchange.status or NO_RESPONSE_STATUS
-            raise
-        except web.HTTPException as exc:
-            exchange.status = exc.status
-            raise
-        except BaseException:
-            exchange.status = exchange.status or 500
-            raise
-        else:
-            exchange.status = exchange.status or response.status
-            _count_own_body(exchange, response)
-            return response
-        finally:
-            metrics.end(exchange)
-            log_exchange(exchange)
-
-    return middleware
+async def recorded(
+    request: web.Request, answer: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """``answer(request)`` with an Exchange open for it, recorded in the metrics and logged
+    once however the request ends (proxy.shell.middlewares calls it for every proxied one)."""
+    exchange = Exchange(
+        request_id=request[REQUEST_ID],
+        method=request.method,
+        path=request.path,
+        started_at=perf_counter(),
+    )
+    request[EXCHANGE] = exchange
+    metrics = request.app[METRICS]
+    metrics.begin(exchange)
+    try:
+        response = await answer(request)
+    except asyncio.CancelledError:
+        exchange.end = exchange.end or CLIENT_GONE
+        exchange.status = exchange.status or NO_RESPONSE_STATUS
+        raise
+    except web.HTTPException as exc:
+        exchange.status = exc.status
+        raise
+    except BaseException:
+        exchange.status = exchange.status or 500
+        raise
+    else:
+        exchange.status = exchange.status or response.status
+        _count_own_body(exchange, response)
+        return response
+    finally:
+        now = perf_counter()  # one clock reading for the metrics and the line
+        metrics.end(exchange, now)
+        log_exchange(exchange, now)
 
 
 def _count_own_body(exchange: Exchange, response: web.StreamResponse) -> None:
@@ -123,15 +137,144 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1000, 3)
 
 
-def log_exchange(exchange: Exchange) -> None:
-    if access_log.isEnabledFor(logging.INFO):
-        # What access_log.info() does, without its walk up the stack for the caller's file
-        # and line, which no access line shows: a record made and handled directly.
-        fields = access_fields(exchange, perf_counter())
-        record = access_log.makeRecord(
-            ACCESS_LOGGER, logging.INFO, __file__, 0, "access", (), None, extra={"access": fields}
-        )
-        access_log.handle(record)
+def log_exchange(exchange: Exchange, now: float) -> None:
+    if not access_log.isEnabledFor(logging.INFO):
+        return
+    fields = access_fields(exchange, now)
+    handlers = access_log.handlers
+    if len(handlers) == 1 and type(handlers[0]) is AccessHandler and not access_log.filters:
+        handlers[0].writer.put(fields)  # configure_logging's: the line without a record
+        return
+    # Another handler (a test's capture, an embedding program's): a record, made and handled
+    # directly, without logger.info()'s walk up the stack for a file and line no line shows.
+    record = access_log.makeRecord(
+        ACCESS_LOGGER, logging.INFO, __file__, 0, "access", (), None, extra={"access": fields}
+    )
+    access_log.handle(record)
+
+
+#: the longest an access line may wait in the writer (the docs promise it); it waits one turn
+#: of the event loop, which a loop that keeps streams flowing never stretches near this
+FLUSH_EVERY: Final = 0.1
+#: what the writer holds before it writes without waiting for its timer
+MAX_HELD_BYTES: Final = 64 * 1024
+#: a write to a pipe of at most this many bytes is atomic (POSIX: at least 512; Linux: 4096)
+PIPE_BUF: Final = getattr(select, "PIPE_BUF", 512)
+
+
+class UtcClock:
+    """The access line's ``time``: UTC with milliseconds, as ``datetime.isoformat`` writes it,
+    its seconds formatted once a second rather than once a line."""
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._prefix = ""
+
+    def now(self) -> str:
+        stamp = time.time()
+        second = int(stamp)
+        if second != self._second:
+            self._second = second
+            self._prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        return f"{self._prefix}.{int((stamp - second) * 1000):03d}Z"
+
+
+def whole_line_writes(data: bytes, limit: int = PIPE_BUF) -> list[bytes]:
+    """``data`` (whole lines) cut into writes of whole lines of at most ``limit`` bytes each,
+    but for a line longer than that, which goes alone."""
+    if len(data) <= limit:
+        return [data]
+    writes: list[bytes] = []
+    start = 0
+    while start < len(data):
+        end = data.rfind(b"\n", start, start + limit) + 1
+        if end <= start:  # one line longer than the limit
+            end = data.index(b"\n", start) + 1
+        writes.append(data[start:end])
+        start = end
+    return writes
+
+
+class AccessWriter:
+    """Access lines held as bytes and written, whole, at the end of the event loop's turn
+    (or as soon as ``MAX_HELD_BYTES`` are held)."""
+
+    def __init__(self, stream: IO[str], worker: int = 0) -> None:
+        self._stream = stream
+        try:
+            self._fd: int | None = stream.fileno()
+        except (AttributeError, OSError, ValueError):  # io.StringIO: written as text
+            self._fd = None
+        self._worker = b'"worker":%d,' % worker if worker else b""
+        self._clock = UtcClock()
+        self._held: list[bytes] = []
+        self._size = 0
+        self._timer: asyncio.Handle | None = None
+        self._timer_loop: asyncio.AbstractEventLoop | None = None
+
+    def put(self, fields: dict[str, Any]) -> None:
+        """One access line: ``time`` (now), ``worker`` (several workers), then ``fields``."""
+        head = b'{"time":"' + self._clock.now().encode() + b'",' + self._worker
+        self.put_line(head + orjson.dumps(fields)[1:] + b"\n")
+
+    def put_line(self, line: bytes) -> None:
+        self._held.append(line)
+        self._size += len(line)
+        if self._size >= MAX_HELD_BYTES:
+            self.flush()
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop to flush it later: now
+            self.flush()
+            return
+        # a callback of a loop that has since closed never runs: one of this loop replaces it
+        if self._timer is None or self._timer_loop is not loop:
+            self._timer = loop.call_soon(self._due)
+            self._timer_loop = loop
+
+    def _due(self) -> None:
+        self._timer = None
+        self.flush()
+
+    def flush(self) -> None:
+        if not self._held:
+            return
+        data = b"".join(self._held)
+        self._held.clear()
+        self._size = 0
+        try:
+            if self._fd is None:
+                self._stream.write(data.decode())
+                self._stream.flush()
+                return
+            for piece in whole_line_writes(data):
+                view = memoryview(piece)
+                while view:
+                    view = view[os.write(self._fd, view) :]
+        except (OSError, ValueError):
+            if logging.raiseExceptions:  # as logging.Handler.handleError does
+                traceback.print_exc(file=sys.stderr)
+
+
+class AccessHandler(logging.Handler):
+    """The access logger's handler once configured: :func:`log_exchange` hands its lines
+    straight to ``writer``; a record logged to that logger otherwise is formatted as JSON and
+    held the same way. ``flush`` (``logging.shutdown`` calls it at exit) writes what is held."""
+
+    def __init__(self, stream: IO[str], worker: int = 0) -> None:
+        super().__init__()
+        self.writer = AccessWriter(stream, worker)
+        self.setFormatter(JsonAccessFormatter(worker))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.writer.put_line(self.format(record).encode() + b"\n")
+        except Exception:
+            self.handleError(record)
+
+    def flush(self) -> None:
+        self.writer.flush()
 
 
 class JsonAccessFormatter(logging.Formatter):
@@ -165,9 +308,15 @@ def configure_logging(level: str, stream: Any = None, worker: int = 0) -> None:
         force=bool(worker),
     )
     logging.getLogger().setLevel(level.upper())
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(JsonAccessFormatter(worker))
     for old in list(access_log.handlers):
+        if not worker:  # a worker's copy of the supervisor's holds nothing of its own
+            old.flush()
         access_log.removeHandler(old)
-    access_log.addHandler(handler)
+    access_log.addHandler(AccessHandler(stream if stream is not None else sys.stderr, worker))
     access_log.propagate = False
+
+
+def flush_access_log() -> None:
+    """Write the access lines held now (a graceful stop calls it; so does logging.shutdown)."""
+    for handler in access_log.handlers:
+        handler.flush()

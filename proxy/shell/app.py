@@ -6,28 +6,21 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
-from aiohttp import ClientSession, DummyCookieJar, TCPConnector, hdrs, web
-from aiohttp.typedefs import Middleware
+from aiohttp import ClientSession, DummyCookieJar, hdrs, web
 
 from proxy.core.errors import ConfigError
 from proxy.core.options import UpstreamOptions
 from proxy.core.routing import Router, Upstream
 from proxy.settings import Settings, UpstreamSettings
-from proxy.shell.accesslog import access_middleware
 from proxy.shell.app_state import STATE, Live, ProxyState, UpstreamConfig, config_digest
-from proxy.shell.auth import ClientKeys, auth_middleware
+from proxy.shell.auth import ClientKeys
 from proxy.shell.drain import Drain
 from proxy.shell.fleet_metrics import Fleet
 from proxy.shell.handlers import OWN_PREFIX, handle_proxy
-from proxy.shell.keepalive import reuse_tracing
+from proxy.shell.keepalive import ReuseConnector
 from proxy.shell.limits import replica_pool
 from proxy.shell.metrics import METRICS, Metrics, handle_metrics
-from proxy.shell.middlewares import (
-    error_middleware,
-    request_id_middleware,
-    request_line_middleware,
-    response_prepared,
-)
+from proxy.shell.middlewares import proxy_middleware, response_prepared
 from proxy.shell.readiness import READINESS, Readiness, handle_ready
 from proxy.shell.replica_health import probe_replicas
 from proxy.shell.request_body import expect_handler
@@ -115,18 +108,16 @@ def create_app(settings: Settings, fleet: Fleet | None = None) -> web.Applicatio
     """The proxy's app; ``fleet`` when it is one of several workers (its ``/-/metrics`` then
     reports them all)."""
     drain = Drain(settings.timeouts.shutdown_grace)
-    middlewares: list[Middleware] = [
-        request_id_middleware,
-        drain.middleware(),
-        access_middleware(OWN_PREFIX),
-        error_middleware,
-        request_line_middleware,
-    ]
-    # innermost: a 401 is logged and shaped like any error; always there, since a reload may
+    # a 401 is logged and shaped like any error; checked on every request, since a reload may
     # turn authentication on (the running configuration's keys, None: off)
-    middlewares.append(auth_middleware(lambda request: request.app[STATE].now.keys, PUBLIC))
+    middleware = proxy_middleware(
+        own_prefix=OWN_PREFIX,
+        drain=drain,
+        keys_of=lambda request: request.app[STATE].now.keys,
+        public=PUBLIC,
+    )
     app = web.Application(
-        middlewares=middlewares, client_max_size=settings.limits.max_request_body_bytes
+        middlewares=[middleware], client_max_size=settings.limits.max_request_body_bytes
     )
     app.on_response_prepare.append(response_prepared)
     app.on_shutdown.append(drain.on_shutdown)
@@ -137,7 +128,7 @@ def create_app(settings: Settings, fleet: Fleet | None = None) -> web.Applicatio
 
     async def client_session(app: web.Application) -> AsyncIterator[None]:
         session = ClientSession(
-            connector=TCPConnector(limit=0),
+            connector=ReuseConnector(limit=0),
             # Bytes pass through as the upstream sent them: no decompression, no cookies
             # shared between clients, no headers the client did not send.
             auto_decompress=False,
@@ -149,7 +140,6 @@ def create_app(settings: Settings, fleet: Fleet | None = None) -> web.Applicatio
                 hdrs.CONTENT_TYPE,
             ),
             trust_env=False,
-            trace_configs=[reuse_tracing()],
         )
         app[STATE] = Live(
             ProxyState(

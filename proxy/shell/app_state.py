@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiohttp import ClientSession, web
 
+from proxy.core.forwarding import Forwarding
 from proxy.core.options import UpstreamOptions
+from proxy.core.policy import ProtocolMode
 from proxy.core.replicas import ReplicaPool
 from proxy.core.routing import Router, Upstream
 from proxy.settings import Settings, UpstreamSettings
@@ -32,6 +34,16 @@ class UpstreamConfig:
     # max_concurrent_requests, each one's health (proxy/core/replicas.py)
     replicas: ReplicaPool
     template: TemplateState  # what its chat template needs (proxy/shell/template_probe.py)
+    # What every request asks of ``options``, made once per configuration rather than per
+    # request: the mode of each client protocol, model_map and max_tokens_limit, the retries.
+    modes: Mapping[str, ProtocolMode] = field(init=False)
+    forwarding: Forwarding = field(init=False)
+    retries: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "modes", self.options.protocol_modes())
+        object.__setattr__(self, "forwarding", self.options.forwarding())
+        object.__setattr__(self, "retries", self.options.retry_count())
 
 
 @dataclass(slots=True)

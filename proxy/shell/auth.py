@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 
 from aiohttp import hdrs, web
-from aiohttp.typedefs import Handler, Middleware
+from aiohttp.typedefs import Handler
 
 from proxy.core.errors import UnauthorizedError
 
@@ -47,24 +47,12 @@ class ClientKeys:
         return matched
 
 
-def auth_middleware(
-    keys_of: Callable[[web.Request], ClientKeys | None], public: Collection[Handler]
-) -> Middleware:
-    """Refuse requests without an accepted key, except those routed to a ``public`` handler.
-    ``keys_of``: the running configuration's keys (a reload may change them; None: no
-    authentication)."""
-
-    @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        keys = keys_of(request)
-        if keys is None:
-            return await handler(request)
-        if request.match_info.handler not in public and not keys.accepts(
-            request.headers.get(hdrs.AUTHORIZATION), request.headers.get(API_KEY)
-        ):
-            raise UnauthorizedError(
-                "a valid API key is required: Authorization: Bearer <key> (or x-api-key: <key>)"
-            )
-        return await handler(request)
-
-    return middleware
+def check_key(request: web.Request, keys: ClientKeys, public: Collection[Handler]) -> None:
+    """Refuse a request without an accepted key (a 401), unless it is routed to a ``public``
+    handler; the proxy's one middleware (proxy.shell.middlewares) asks, when keys are set."""
+    if request.match_info.handler not in public and not keys.accepts(
+        request.headers.get(hdrs.AUTHORIZATION), request.headers.get(API_KEY)
+    ):
+        raise UnauthorizedError(
+            "a valid API key is required: Authorization: Bearer <key> (or x-api-key: <key>)"
+        )

@@ -4,11 +4,11 @@ every request still in flight is cancelled, so its client sees the cut then, not
 aiohttp alone takes twice as long: once the grace is over it cancels only the reading of the
 request's body, which a streaming handler is not waiting on, waits the grace a second time for
 the handler to notice, and cancels it only then. Here each request's task is known from its
-start; the app's ``on_shutdown`` hook (which aiohttp runs as it stops listening, before it waits
-for the open requests) arms one timer, and when it fires every task still running is
-cancelled. A cancelled stream goes down as a client's departure does (proxy.shell.relay): the
-upstream request is closed, the client's connection is closed without ending the response,
-and the access line says ``end: "shutdown"``.
+start (the proxy's middleware tracks it); the app's ``on_shutdown`` hook (which aiohttp
+runs as it stops listening, before it waits for the open requests) arms one timer, and when
+it fires every task still running is cancelled. A cancelled stream goes down as a client's
+departure does (proxy.shell.relay): the upstream request is closed, the client's connection is
+closed without ending the response, and the access line says ``end: "shutdown"``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import asyncio
 from typing import Final
 
 from aiohttp import web
-from aiohttp.typedefs import Handler, Middleware
 
 from proxy.shell.exchange import EXCHANGE
 
@@ -33,18 +32,12 @@ class Drain:
         self._in_flight: dict[asyncio.Task[object], web.Request] = {}
         self._timer: asyncio.TimerHandle | None = None
 
-    def middleware(self) -> Middleware:
-        @web.middleware
-        async def track(request: web.Request, handler: Handler) -> web.StreamResponse:
-            task = asyncio.current_task()
-            assert task is not None
-            self._in_flight[task] = request
-            try:
-                return await handler(request)
-            finally:
-                del self._in_flight[task]
+    def track(self, task: asyncio.Task[object], request: web.Request) -> None:
+        """``request`` runs in ``task`` (the proxy's middleware says so first thing)."""
+        self._in_flight[task] = request
 
-        return track
+    def done(self, task: asyncio.Task[object]) -> None:
+        del self._in_flight[task]
 
     async def on_shutdown(self, app: web.Application) -> None:
         """The proxy stops: what is still running when the grace period ends is cut then."""

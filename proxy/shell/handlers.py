@@ -77,9 +77,9 @@ async def handle_proxy(request: web.Request) -> web.StreamResponse:
         request.method,
         request.raw_path.partition("?")[0],
         normalize=upstream.normalize is not None,
-        modes=upstream.options.protocol_modes(),
+        modes=upstream.modes,
     )
-    forwarding = upstream.options.forwarding()
+    forwarding = upstream.forwarding
     _check_payload(state.settings, plan, forwarding, payload)
     size = len(body) if body is not None else 0
     if plan.mode is Mode.LOCAL:

@@ -27,8 +27,7 @@ class StreamMeter:
     def relayed(self, data: bytes) -> None:
         """``data`` passes through untouched: received and sent in one step."""
         if self.first_in_at is None:
-            self.first_in_at = perf_counter()
-            self.first_out_at = perf_counter()
+            self.first_in_at = self.first_out_at = perf_counter()
         self.bytes_in += len(data)
         self.bytes_out += len(data)
         self.writes += 1

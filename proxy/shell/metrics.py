@@ -19,8 +19,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate
-from time import perf_counter
-from typing import Final, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
 from aiohttp import hdrs, web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -226,6 +225,7 @@ class Metrics:
         GCCollector(registry=registry)
         self.models = ModelLabels()
         self._children: dict[tuple[Counter | Gauge | Histogram, tuple[str, ...]], object] = {}
+        self._upstreams: dict[str, _UpstreamSeries] = {}  # resolved once per upstream
         self.requests = Counter(
             "toolcall_proxy_requests",
             "Proxied requests, counted when they end.",
@@ -415,14 +415,50 @@ class Metrics:
     def begin(self, exchange: Exchange) -> None:
         self.live.add(exchange)
 
-    def end(self, exchange: Exchange) -> None:
-        """Record one ended request."""
+    def _of_upstream(self, upstream: str) -> _UpstreamSeries:
+        series = self._upstreams.get(upstream)
+        if series is None:
+            series = self._upstreams[upstream] = _UpstreamSeries(self, upstream)
+        return series
+
+    def end(self, exchange: Exchange, now: float) -> None:
+        """Record one ended request (``now``: perf_counter() at its end, the access line's)."""
         self.live.discard(exchange)
         upstream, meter = exchange.upstream, exchange.meter
         status = exchange.status if exchange.status is not None else 0
         model = self.models.label(exchange.model, accepted=0 < status < 400)
+        series = self._of_upstream(upstream)
+        route = route_label(exchange.path)
+        requests = series.requests.get((model, route, status))
+        if requests is None:
+            requests = series.requests[(model, route, status)] = self.requests.labels(
+                upstream, model, route, str(status)
+            )
+        requests.inc()
+        if exchange.repair_source is not None or exchange.repairs or exchange.request_repairs:
+            self._repairs(exchange, upstream, model)
+        series.child(_DURATION).observe(now - exchange.started_at)
+        if meter.first_out_at is not None:
+            series.child(_TTFB).observe(meter.first_out_at - exchange.started_at)
+        if (tokens := exchange.reported_tokens()) is not None:
+            for kind, count in tokens.reported():
+                self._child(self.tokens, upstream, model, kind).inc(count)
+        for failed, kind in exchange.upstream_errors:
+            self._child(self.upstream_errors, failed, kind).inc()
+        if meter.bytes_in:
+            series.child(_RECEIVED).inc(meter.bytes_in)
+        if meter.bytes_out:
+            series.child(_SENT).inc(meter.bytes_out)
+            series.child(_CHUNKS).inc(meter.writes)
+        if (added := meter.headers_added()) is not None:
+            series.child(_HEADERS_ADDED).observe(added)
+        if (added := meter.first_byte_added()) is not None:
+            series.child(_FIRST_REWRITTEN if exchange.rewritten else _FIRST_PASSED).observe(added)
+        if meter.processing:
+            self.chunk_processing.add(upstream, meter.processing)
+
+    def _repairs(self, exchange: Exchange, upstream: str, model: str) -> None:
         child = self._child
-        child(self.requests, upstream, model, route_label(exchange.path), str(status)).inc()
         for kind, count in exchange.all_repairs().items():
             # A call recovered from text is counted as "markup-in-content:<dialect>".
             kind, _, dialect = kind.partition(":")
@@ -433,27 +469,46 @@ class Metrics:
                 child(self.args_schema_mismatches, upstream, model, dialect or "other").inc(count)
         for kind, count in exchange.request_repairs.items():
             child(self.repairs, upstream, model, kind, "request").inc(count)
-        now = perf_counter()
-        child(self.duration, upstream).observe(now - exchange.started_at)
-        if meter.first_out_at is not None:
-            child(self.ttfb, upstream).observe(meter.first_out_at - exchange.started_at)
-        if (tokens := exchange.reported_tokens()) is not None:
-            for kind, count in tokens.reported():
-                child(self.tokens, upstream, model, kind).inc(count)
-        for failed, kind in exchange.upstream_errors:
-            child(self.upstream_errors, failed, kind).inc()
-        if meter.bytes_in:
-            child(self.bytes, upstream, "received").inc(meter.bytes_in)
-        if meter.bytes_out:
-            child(self.bytes, upstream, "sent").inc(meter.bytes_out)
-            child(self.chunks, upstream).inc(meter.writes)
-        if (added := meter.headers_added()) is not None:
-            child(self.headers_added, upstream).observe(added)
-        if (added := meter.first_byte_added()) is not None:
-            rewritten = "yes" if exchange.rewritten else "no"
-            child(self.first_byte_added, upstream, rewritten).observe(added)
-        if meter.processing:
-            self.chunk_processing.add(upstream, meter.processing)
+
+
+# The series every request of an upstream may touch, by slot (_UpstreamSeries.child): the
+# metric's attribute on Metrics and the label values after ``upstream``.
+_DURATION, _TTFB, _RECEIVED, _SENT, _CHUNKS, _HEADERS_ADDED, _FIRST_PASSED, _FIRST_REWRITTEN = (
+    range(8)
+)
+_SLOTS: Final = (
+    ("duration", ()),
+    ("ttfb", ()),
+    ("bytes", ("received",)),
+    ("bytes", ("sent",)),
+    ("chunks", ()),
+    ("headers_added", ()),
+    ("first_byte_added", ("no",)),
+    ("first_byte_added", ("yes",)),
+)
+
+
+class _UpstreamSeries:
+    """One upstream's children of the per-request metrics, each resolved at its first use
+    (so the exposition holds the series it did when each was looked up per request), then
+    kept: ``labels()`` validates its values and takes a lock on every call."""
+
+    __slots__ = ("_children", "_metrics", "_upstream", "requests")
+
+    def __init__(self, metrics: Metrics, upstream: str) -> None:
+        self._metrics = metrics
+        self._upstream = upstream
+        self._children: list[Any] = [None] * len(_SLOTS)
+        # by (model label, route label, status): the request counter's children
+        self.requests: dict[tuple[str, str, int], Counter] = {}
+
+    def child(self, slot: int) -> Any:
+        found = self._children[slot]
+        if found is None:
+            name, labels = _SLOTS[slot]
+            metric = getattr(self._metrics, name)
+            found = self._children[slot] = metric.labels(self._upstream, *labels)
+        return found
 
 
 METRICS = web.AppKey("metrics", Metrics)

@@ -1,4 +1,8 @@
-"""Middlewares: a request id on every request, HTTP/1.x only, errors as OpenAI-shaped JSON.
+"""The proxy's one middleware: a request id on every request, the request tracked for the
+shutdown's grace (proxy.shell.drain), the Exchange recorded and logged (proxy.shell.accesslog),
+HTTP/1.x only, the client's key when keys are set (proxy.shell.auth), errors as JSON in the
+client's protocol's shape. One middleware rather than six: aiohttp wraps each in a partial
+and a coroutine on every request, and each of these is a few lines.
 
 Whatever a handler raises reaches the client in its protocol's shape: a ProxyError with its
 status, any other exception (a bug in the proxy) as a 500, logged once with its traceback and
@@ -8,18 +12,23 @@ connection is closed without ending the response, so the client sees the cut.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import uuid
+from collections.abc import Callable, Collection
 from typing import Final
 
 import orjson
 from aiohttp import hdrs, web
-from aiohttp.typedefs import Handler
+from aiohttp.typedefs import Handler, Middleware
 
 from proxy.core.errors import MethodNotAllowed, NotHTTP1, ProxyError
 from proxy.core.policy import client_protocol
+from proxy.shell.accesslog import recorded
 from proxy.shell.app_state import REQUEST_ID, RESPONSE_STARTED
+from proxy.shell.auth import ClientKeys, check_key
+from proxy.shell.drain import Drain
 from proxy.shell.exchange import EXCHANGE
 
 log = logging.getLogger("toolcall_proxy")
@@ -53,33 +62,60 @@ def error_response(
     return web.Response(status=status, body=body, content_type="application/json")
 
 
-@web.middleware
-async def request_id_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    given = request.headers.get("X-Request-Id", "")
-    request_id = given if _CLIENT_ID.fullmatch(given) else uuid.uuid4().hex
-    request[REQUEST_ID] = request_id
-    return await handler(request)  # response_prepared puts it on the response
+def proxy_middleware(
+    *,
+    own_prefix: str,
+    drain: Drain,
+    keys_of: Callable[[web.Request], ClientKeys | None],
+    public: Collection[Handler],
+) -> Middleware:
+    """Every request, in this order: its id (the client's, when it is a short safe token),
+    tracked for the shutdown's grace, recorded (but the proxy's own endpoints under
+    ``own_prefix``), then answered with errors shaped (:func:`answer`). ``keys_of``: the
+    running configuration's inbound keys (None: no authentication; a reload may turn it on);
+    ``public``: the handlers that need none."""
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        given = request.headers.get("X-Request-Id", "")
+        request[REQUEST_ID] = given if _CLIENT_ID.fullmatch(given) else uuid.uuid4().hex
+        task = asyncio.current_task()
+        assert task is not None
+        drain.track(task, request)
+
+        async def answered(request: web.Request) -> web.StreamResponse:
+            return await answer(request, handler, keys_of(request), public)
+
+        try:
+            if request.path.startswith(own_prefix):
+                return await answered(request)
+            return await recorded(request, answered)
+        finally:
+            drain.done(task)
+
+    return middleware
 
 
-@web.middleware
-async def request_line_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Refuse what aiohttp's parser accepts but this proxy must not serve (inside the error
-    middleware, which answers and closes the connection)."""
-    if request.version.major != 1:  # "GET /" without a version is parsed as HTTP/0.9
-        raise NotHTTP1(
-            f"HTTP/{request.version.major}.{request.version.minor} is not served here;"
-            " send HTTP/1.1 or HTTP/1.0"
-        )
-    if request.method == hdrs.METH_CONNECT:
-        raise MethodNotAllowed("CONNECT is not allowed: this is not a forward proxy")
-    return await handler(request)
-
-
-@web.middleware
-async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Turn errors raised before the response started into JSON with the right status."""
+async def answer(
+    request: web.Request,
+    handler: Handler,
+    keys: ClientKeys | None,
+    public: Collection[Handler],
+) -> web.StreamResponse:
+    """The handler's answer; errors raised before the response started as JSON with the right
+    status. Refused first: what aiohttp's parser accepts but this proxy must not serve, and
+    a request without an accepted key."""
     try:
-        return await handler(request)
+        if request.version.major != 1:  # "GET /" without a version is parsed as HTTP/0.9
+            raise NotHTTP1(
+                f"HTTP/{request.version.major}.{request.version.minor} is not served here;"
+                " send HTTP/1.1 or HTTP/1.0"
+            )
+        if request.method == hdrs.METH_CONNECT:
+            raise MethodNotAllowed("CONNECT is not allowed: this is not a forward proxy")
+        if keys is not None:
+            check_key(request, keys, public)
+        return await handler(request)  # response_prepared puts the request id on it
     except ProxyError as exc:
         if exc.status >= 500:
             log.warning("%s %s: %s", request.method, loggable(request.path), exc.message)

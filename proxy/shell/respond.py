@@ -186,7 +186,7 @@ def _repaired_whole(
     if repairs:
         log.debug("upstream %s completion repairs: %s", upstream.route.name, dict(repairs))
     response = web.Response(status=resp.status, reason=resp.reason, body=fixed)
-    response.headers.extend(end_to_end(resp.headers, drop=(hdrs.CONTENT_LENGTH,)))
+    end_to_end(resp.headers, drop=(hdrs.CONTENT_LENGTH,), into=response.headers)
     return response
 
 
@@ -285,7 +285,7 @@ async def _head(
     """The upstream's status and headers (but ``drop``) as the head of the answer, and no
     buffering on the way for an event stream."""
     response = web.StreamResponse(status=resp.status, reason=resp.reason)
-    response.headers.extend(end_to_end(resp.headers, drop=drop))
+    end_to_end(resp.headers, drop=drop, into=response.headers)
     if media_type(resp) == _SSE:
         response.headers["X-Accel-Buffering"] = "no"
     await response.prepare(request)
@@ -296,7 +296,7 @@ async def _start_stream(request: web.Request, resp: ClientResponse) -> web.Strea
     """The head of an event stream the proxy writes: the upstream's headers but its length
     and type, which no longer hold."""
     response = web.StreamResponse(status=200)
-    response.headers.extend(end_to_end(resp.headers, drop=(hdrs.CONTENT_LENGTH, hdrs.CONTENT_TYPE)))
+    end_to_end(resp.headers, drop=(hdrs.CONTENT_LENGTH, hdrs.CONTENT_TYPE), into=response.headers)
     response.headers[hdrs.CONTENT_TYPE] = _SSE
     response.headers["X-Accel-Buffering"] = "no"
     await response.prepare(request)

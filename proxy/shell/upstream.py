@@ -100,7 +100,7 @@ class UpstreamCall:
         exchange = self._request[EXCHANGE]
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeouts.first_byte
-        retries = upstream.options.retry_count() if self._body is not None else 0
+        retries = upstream.retries if self._body is not None else 0
         tried: list[int] = []
         try:
             async with asyncio.timeout_at(deadline):
@@ -262,13 +262,11 @@ def _client_timeout(connect: float) -> ClientTimeout:
 def _upstream_headers(
     request: web.Request, settings: Settings, upstream: UpstreamConfig, plan: Plan | None
 ) -> CIMultiDict[str]:
-    headers = end_to_end(request.headers, drop=[hdrs.HOST, hdrs.CONTENT_LENGTH, hdrs.EXPECT])
+    headers = end_to_end(request.headers, drop=(hdrs.HOST, hdrs.CONTENT_LENGTH, hdrs.EXPECT))
     # the client's key is for the proxy only when auth is on; the upstream's replaces it
     auth = settings.auth.enabled
     if plan is None:  # GET /v1/models, asked of every upstream
-        plans = own_key_plans(
-            normalize=upstream.normalize is not None, modes=upstream.options.protocol_modes()
-        )
+        plans = own_key_plans(normalize=upstream.normalize is not None, modes=upstream.modes)
         apply_listing_credentials(headers, plans, upstream.authorization, auth_enabled=auth)
     else:
         apply_credentials(headers, plan, upstream.authorization, auth_enabled=auth)

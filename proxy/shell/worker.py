@@ -30,7 +30,7 @@ from collections.abc import Callable
 from aiohttp import web
 
 from proxy.settings import Settings
-from proxy.shell.accesslog import configure_logging
+from proxy.shell.accesslog import configure_logging, flush_access_log
 from proxy.shell.app import create_app
 from proxy.shell.fleet_metrics import Fleet, private_metrics_app
 from proxy.shell.heap import freeze_startup_heap
@@ -93,6 +93,7 @@ async def _serve(
     finally:
         loop.remove_reader(lifeline)
         await runner.cleanup()
+        flush_access_log()  # the drained requests' lines, before the process goes
         try:
             fleet.write_final(app[METRICS].registry)
         except OSError as exc:  # the runtime directory went with the supervisor

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,16 @@ import pytest
 from aiohttp import ClientSession, web
 
 from proxy.settings import UpstreamSettings
-from proxy.shell.accesslog import ACCESS_LOGGER, configure_logging
+from proxy.shell.accesslog import (
+    ACCESS_LOGGER,
+    FLUSH_EVERY,
+    MAX_HELD_BYTES,
+    PIPE_BUF,
+    AccessWriter,
+    JsonAccessFormatter,
+    configure_logging,
+    whole_line_writes,
+)
 from tests.conftest import UPSTREAM_FIXTURES, StartProxy, StartUpstream, upstream_url
 from tests.support.accesslog import access_records, logged
 from tests.support.sockets import free_port
@@ -388,3 +398,143 @@ async def test_a_control_character_in_a_path_is_escaped_in_the_warning_line(
     assert "\r" not in line
     assert "\n" not in line
     assert "/v1/x\\r2026-01-01 ERROR forged" in line
+
+
+# -- issue 29 item 1: the access line written without the logging machinery ---------------------
+
+
+async def test_a_line_is_held_and_written_within_the_flush_bound() -> None:
+    out = io.StringIO()
+    writer = AccessWriter(out)
+    writer.put({"request_id": "r1", "status": 200})
+    assert out.getvalue() == ""  # held: nothing is written on the request's path
+    held_at = asyncio.get_running_loop().time()
+    while not out.getvalue():
+        await asyncio.sleep(0.005)
+        assert asyncio.get_running_loop().time() - held_at < FLUSH_EVERY + 0.5
+    [line] = out.getvalue().splitlines()
+    entry = orjson.loads(line)
+    assert list(entry) == ["time", "request_id", "status"]
+    assert entry["time"].endswith("Z")
+
+
+async def test_a_line_is_written_as_logging_wrote_it() -> None:
+    out = io.StringIO()
+    writer = AccessWriter(out, worker=3)
+    fields = {"request_id": "r1", "path": "/v1/x\r\n", "model": "é", "repairs": {"a": 1}}
+    writer.put(fields)
+    writer.flush()
+    record = logging.LogRecord(ACCESS_LOGGER, logging.INFO, __file__, 0, "access", (), None)
+    record.access = fields
+    expected = orjson.loads(JsonAccessFormatter(worker=3).format(record))
+    written = orjson.loads(out.getvalue())
+    assert written.keys() == expected.keys()
+    assert list(written)[:2] == ["time", "worker"]
+    assert {k: v for k, v in written.items() if k != "time"} == {
+        k: v for k, v in expected.items() if k != "time"
+    }
+
+
+async def test_held_lines_past_the_size_bound_are_written_at_once() -> None:
+    out = io.StringIO()
+    writer = AccessWriter(out)
+    line = {"path": "/" + "a" * 1000}
+    while not out.getvalue():
+        writer.put(line)
+    assert len(out.getvalue()) >= MAX_HELD_BYTES
+    assert all(orjson.loads(x) for x in out.getvalue().splitlines())
+
+
+def test_a_write_holds_whole_lines_within_pipe_buf() -> None:
+    lines = [b'{"n":%d,"pad":"%s"}\n' % (i, b"x" * (i * 37 % 900)) for i in range(300)]
+    lines.insert(100, b'{"long":"' + b"y" * (3 * PIPE_BUF) + b'"}\n')
+    data = b"".join(lines)
+    writes = whole_line_writes(data)
+    assert b"".join(writes) == data
+    assert all(w.endswith(b"\n") for w in writes)
+    assert all(len(w) <= PIPE_BUF or w.count(b"\n") == 1 for w in writes)
+    assert len(writes) > 1
+
+
+async def test_each_write_to_a_pipe_is_whole_lines_within_pipe_buf() -> None:
+    # a pipe in packet mode (O_DIRECT): each read returns one write, as the kernel took it
+    read_end, write_end = os.pipe2(os.O_DIRECT)
+    with open(write_end, "w") as stream:  # noqa: ASYNC230 (a pipe, read below)
+        writer = AccessWriter(stream)
+        for i in range(30):  # a pipe holds 16 packets: fewer writes than that, read after
+            writer.put_line(b'{"n":%d,"pad":"%s"}\n' % (i, b"x" * (i * 37 % 1500)))
+        writer.flush()
+    packets = []
+    while packet := os.read(read_end, 1 << 16):
+        packets.append(packet)
+    os.close(read_end)
+    assert len(packets) > 1
+    assert all(p.endswith(b"\n") and len(p) <= PIPE_BUF for p in packets)
+    assert len(b"".join(packets).splitlines()) == 30
+
+
+def test_without_a_loop_a_line_is_written_at_once() -> None:
+    out = io.StringIO()
+    AccessWriter(out).put({"request_id": "r1"})
+    assert orjson.loads(out.getvalue())["request_id"] == "r1"
+
+
+@pytest.mark.usefixtures("restore_logging")
+async def test_many_concurrent_requests_each_leave_one_whole_line(
+    start_upstream: StartUpstream, start_proxy: StartProxy, tmp_path: Path
+) -> None:
+    proxy = await start_proxy(await start_upstream(replay_app(b"data: [DONE]\n\n")))
+    log = tmp_path / "access.log"
+    with log.open("w") as stream:
+        configure_logging("info", stream)
+        paths = [f"/v1/{'p' * (i * 53 % 3000)}/{i}" for i in range(200)]
+
+        async def one(path: str) -> None:
+            resp = await proxy.post(path, json={"model": "m", "stream": True})
+            await resp.read()
+
+        await asyncio.gather(*(one(p) for p in paths))
+        for _ in range(100):
+            if log.read_text().count("\n") >= len(paths):
+                break
+            await asyncio.sleep(0.02)
+    entries = [orjson.loads(line) for line in log.read_text().splitlines()]
+    assert sorted(e["path"] for e in entries) == sorted(paths)
+
+
+async def test_a_stopped_process_writes_the_lines_it_held(
+    start_upstream: StartUpstream, tmp_path: Path
+) -> None:
+    upstream = await start_upstream(replay_app(b"data: [DONE]\n\n"))
+    port = free_port()
+    config = tmp_path / "proxy.toml"
+    config.write_text(f'[[upstreams]]\nname = "u"\nurl = "{upstream_url(upstream)}"\n')
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "proxy", "--config", str(config), "--port", str(port),
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    terminated = False
+    try:
+        async with ClientSession() as session:
+            for _ in range(200):
+                try:
+                    async with session.get(f"http://127.0.0.1:{port}/-/health") as health:
+                        if health.status == 200:
+                            break
+                except OSError:
+                    await asyncio.sleep(0.05)
+            url = f"http://127.0.0.1:{port}{CHAT}"
+            for _ in range(5):
+                async with session.post(url, json={"model": "m", "stream": True}) as resp:
+                    await resp.read()
+            process.terminate()  # at once: the lines are still held
+            terminated = True
+    finally:
+        # once: a second SIGTERM that lands after the shutdown removed its handler kills the
+        # process (-15) instead of letting it end
+        if process.returncode is None and not terminated:
+            process.terminate()
+        _, stderr = await asyncio.wait_for(process.communicate(), timeout=10)
+    assert process.returncode == 0
+    access = [orjson.loads(line) for line in stderr.decode().splitlines() if line.startswith("{")]
+    assert [a["path"] for a in access] == [CHAT] * 5

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
@@ -148,6 +149,33 @@ async def test_connections_spread_over_every_worker_and_metrics_count_them_all(
         assert await scrape(proxy.url) == (sent, 2)
     proxy.process.send_signal(signal.SIGTERM)
     assert await proxy.exit_status() == 0
+
+
+async def test_the_workers_lines_are_whole_and_the_last_ones_written_at_sigterm(
+    run_workers: Any, start_upstream: StartUpstream
+) -> None:
+    # issue 29 item 1: each worker holds its lines and writes them in whole-line writes to
+    # the one stderr they share; long paths make many a write hold several lines
+    proxy = await run_workers(upstream_url(await start_upstream(short_stream_app())))
+    paths = [f"{CHAT}/{'p' * (i * 97 % 2500)}/{i}" for i in range(200)]
+    gate = asyncio.Semaphore(40)
+    connector = aiohttp.TCPConnector(force_close=True, limit=0)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def one(path: str) -> None:
+            async with gate, session.post(proxy.url + path, json={"model": "m"}) as resp:
+                await resp.read()
+
+        await asyncio.gather(*(one(p) for p in paths))
+    proxy.process.send_signal(signal.SIGTERM)  # at once: some lines are still held
+    assert await proxy.exit_status() == 0
+    lines = proxy.text().splitlines()
+    entries = [orjson.loads(line) for line in lines if line.startswith("{")]
+    assert sorted(e["path"] for e in entries) == sorted(paths)
+    assert {e["worker"] for e in entries} == {1, 2}
+    plain = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ ")
+    others = [x for x in lines if not (x.startswith("{") or plain.match(x))]
+    assert others == ["(Press CTRL+C to quit)"]  # the second line of aiohttp's "Running on"
 
 
 async def test_sigterm_drains_every_worker_and_open_streams_finish_byte_exact(
