@@ -28,6 +28,7 @@ from proxy.core.protocols.responses.native.lifecycle import (
     content_after,
     end_after,
 )
+from proxy.core.protocols.think import LeadingThink
 
 # Read on every event: module names, not the enums' class attributes (a lookup through the
 # class each time, and ``in`` a frozenset hashes an Enum in Python); lifecycle.py's
@@ -121,6 +122,8 @@ class UpstreamItem:
     extractor: FailOpen | None = None  # markup in its text becomes calls
     rewritten: bool = False  # text was taken out (markup): the done events are rewritten
     closing: bool = False  # its output_item.done came, even if it still waits to be read
+    #: think_in_content: the first message's leading <think> block, while its text decides
+    think: LeadingThink | None = None
 
     @property
     def closed_early(self) -> bool:

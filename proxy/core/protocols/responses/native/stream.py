@@ -52,7 +52,7 @@ from proxy.core.jsonvalues import JSONObject, loads
 from proxy.core.options import UpstreamOptions
 from proxy.core.parse_failure import Recovered, recover
 from proxy.core.protocols.responses.native.lifecycle import Phase, Step, after
-from proxy.core.protocols.responses.native.model import WireEvent
+from proxy.core.protocols.responses.native.model import ClientItem, WireEvent
 from proxy.core.protocols.responses.native.request import NativeRequest
 from proxy.core.protocols.responses.native.structure import ItemFlow
 from proxy.core.repairs import Repair
@@ -122,6 +122,7 @@ class NativeStream(ItemFlow):
             new_id=new_id,
             dispatch=self.dispatch,
             dedupe=options.dedupe_calls,
+            think=options.think_in_content,
         )
         self.calls.follow(request, options)  # issue 25: the arguments at each call's end
         self._response_id: str | None = None
@@ -140,6 +141,8 @@ class NativeStream(ItemFlow):
             self._take(item)
         if self._raw:
             return self._flush()
+        if self.text.thinking is not None:  # a <think> split's held text goes out, even on a cut
+            self.text.close_think(self.text.thinking)
         self.calls.decide(cut=True)  # no terminal event said the response was whole
         while (held := self.calls.blocking) is not None:
             if complete or held.state is not NAMELESS:
@@ -201,6 +204,9 @@ class NativeStream(ItemFlow):
         text = self._extracting
         if text is not None and text.extractor is not None:
             held += text.extractor.extractor.held
+        thinking = self.text.thinking
+        if thinking is not None and thinking.think is not None and thinking.think.found:
+            held += thinking.think.held  # before, the events its text came in are held
         return (
             held > options.max_held_bytes
             or tally.kept + self.text.kept > options.max_response_body_bytes
@@ -211,6 +217,8 @@ class NativeStream(ItemFlow):
         the events held as they came, in order; from here on every byte as it comes."""
         if counted:
             self.repair(Repair.CAP_REACHED)
+        if self.text.thinking is not None:
+            self.text.close_think(self.text.thinking)
         if self._extracting is not None:
             self.text.end_extraction(self._extracting)
         self._out += [ev.came for ev in self.held_events() if ev.came is not None]
@@ -350,6 +358,8 @@ class NativeStream(ItemFlow):
     def _end_items(self, *, failed: bool, cut: bool) -> None:
         """The items left open ended in order (or a held call's end), each event read once;
         ``cut``: the response did not end as ``response.completed`` (no call is fixed)."""
+        if self.text.thinking is not None:
+            self.text.close_think(self.text.thinking)
         self.calls.decide(cut=cut)
         if self.calls.blocking is not None:
             self.end_held()
@@ -394,6 +404,8 @@ class NativeStream(ItemFlow):
             response["output"] = ours
             return
         theirs = response.get("output")
+        if isinstance(theirs, list) and self.text.split is not None:
+            self._split_output(ev, theirs, *self.text.split)
         if isinstance(theirs, list) and self.calls.fixed_args:  # the calls' arguments fixed
             self._fixed_output(ev, theirs)
         if isinstance(theirs, list) and self.calls.dropped:  # the repeats dropped are no output
@@ -408,6 +420,19 @@ class NativeStream(ItemFlow):
             ours = [a if keep else b for a, b, keep in zip(theirs, ours, same, strict=True)]
         self.repair(Repair.OUTPUT_INCOMPLETE)
         response["output"] = ours
+        ev.changed()
+
+    def _split_output(
+        self, ev: WireEvent, theirs: list[object], reasoning: ClientItem, message: ClientItem
+    ) -> None:
+        """The terminal's first message, whose <think> block became a reasoning item
+        (think_in_content): the reasoning item, then the message as it was sent."""
+        first = theirs[0] if theirs else None
+        if not isinstance(first, dict) or first.get("type") != "message":
+            return
+        if reasoning.done is None or message.done is None:
+            return
+        theirs[0:1] = [reasoning.done, message.done]
         ev.changed()
 
     def _fixed_output(self, ev: WireEvent, theirs: list[object]) -> None:

@@ -49,6 +49,7 @@ class ItemFlow:
         new_id: Callable[[], str],
         dispatch: Callable[[WireEvent], None],
         dedupe: bool = False,
+        think: bool = False,
     ) -> None:
         self._request = request
         self._new_id = new_id
@@ -73,6 +74,8 @@ class ItemFlow:
         # events: one that may go next goes alone, its events read once (``release``)
         self._waiting: dict[UpstreamItem, list[WireEvent]] = {}
         self._extracting: UpstreamItem | None = None  # the message whose text goes through markup
+        #: think_in_content: the output's first item, if a message, may begin with <think>
+        self._think_first = think
 
     # -- what goes out ---------------------------------------------------------------------------
 
@@ -147,15 +150,27 @@ class ItemFlow:
             self._last = up
         if self._must_wait(ev):
             return
+        first, self._think_first = self._think_first, False
+        if first and up.type == "message" and not self._items:
+            self.text.start_think(up, ev)  # held until its first text decides (text.py)
+            return
         if up.type == "function_call":
             self.calls.call_added(up, ev, item)  # shown when the table opens it
             return
         if up.type == "message" and self.dialects:
-            up.extractor = fail_open(build_extractor(self.dialects, self._request.chat_tools))
-            self._extracting = up
+            self.extract(up)
             self.hold(up.deferred, ev)
             return
         self.show(up, ev)
+
+    def extract(self, up: UpstreamItem) -> None:
+        """The message's text goes through the dialects from here on."""
+        up.extractor = fail_open(build_extractor(self.dialects, self._request.chat_tools))
+        self._extracting = up
+
+    def route(self, ev: WireEvent) -> None:
+        """An event held back goes its way now, as if it came now."""
+        self._dispatch(ev)
 
     def _must_wait(self, ev: WireEvent) -> bool:
         """Items never interleave: an item that begins while another is open waits, with its
@@ -163,6 +178,9 @@ class ItemFlow:
         (their ``.done`` came, or they are one whole JSON value) cannot go on, so it is
         ended here instead when its own end never came (the SGLang router's calls, quirk 3).
         True when ``ev`` was held."""
+        thinking = self.text.thinking
+        if thinking is not None and thinking is not ev.up:
+            self.text.close_think(thinking)
         text = self._extracting
         if text is not None and text is not ev.up and text.extractor is not None:
             self.text.end_extraction(text)
@@ -249,6 +267,9 @@ class ItemFlow:
         if self.calls.blocking is not None:
             self.wait(up, ev)
             return
+        if up.think is not None:
+            self.text.think_event(up, ev)
+            return
         if up.extractor is not None or up.rewritten:
             self.text.text_event(up, ev)
             return
@@ -317,6 +338,8 @@ class ItemFlow:
         if up is None:
             self.emit(ev)
             return
+        if up.think is not None:  # the text ends: what its splitter holds goes first
+            self.text.close_think(up)
         up.closing = True
         call = up.call
         if self.calls.blocking is not None and call is not self.calls.blocking:

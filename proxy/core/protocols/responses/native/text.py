@@ -7,6 +7,16 @@ message). A call found in the text ends the message item so far and becomes a
 ``function_call`` item of its own; text after it opens a new message item. The upstream's own
 closing events of a message whose text changed are rewritten to the text that was sent, or
 dropped when no message was left. A dialect that fails gives its text back as text.
+
+Under the upstream's ``think_in_content`` (issue 24 item 11), the output's first item, when a
+message, is held (its opening, its part, and its text as long as the text may still be the
+start of ``<think>``) until its first text decides: a text that begins otherwise goes on as it
+came, every event held routed again (byte for byte where nothing else needs repair); a
+``<think>`` block becomes a reasoning item of the proxy's before the message (one summary
+part, the whole native Response's shape, whole.py), streamed as it comes, and the message,
+shown after it at the next ``output_index``, keeps the rest of the text (its closing events
+rewritten to the text sent). What the splitter holds goes out at the message's end, the next
+item, the response's end, the cap or a cut.
 """
 
 from __future__ import annotations
@@ -24,7 +34,10 @@ from proxy.core.protocols.responses.native.model import (
     WireEvent,
     message_part,
 )
+from proxy.core.protocols.think import LeadingThink
 from proxy.core.repairs import Repair, markup_kind
+
+_DELTA = "response.output_text.delta"
 
 
 class TextSide(Protocol):
@@ -46,6 +59,8 @@ class TextSide(Protocol):
     def fix_item_fields_done(self, ev: WireEvent, item: JSONObject, out: ClientItem) -> None: ...
     def finish(self, out: ClientItem, item: JSONObject) -> None: ...
     def release(self) -> None: ...
+    def extract(self, up: UpstreamItem) -> None: ...
+    def route(self, ev: WireEvent) -> None: ...
 
 
 class MessageText:
@@ -55,6 +70,11 @@ class MessageText:
     def __init__(self, items: TextSide) -> None:
         self._items = items
         self.kept = 0  # characters of message text kept (to end a part the proxy ends)
+        #: think_in_content: the first message while its splitter decides or reads reasoning
+        self.thinking: UpstreamItem | None = None
+        self._reasoning: ClientItem | None = None  # the reasoning item of its <think> block
+        #: the reasoning item and the message its <think> block was split from
+        self.split: tuple[ClientItem, ClientItem] | None = None
 
     # -- part fields (every message) ---------------------------------------------------------------
 
@@ -309,3 +329,123 @@ class MessageText:
                 {"type": "response.output_item.done", "output_index": target.index, "item": item}
             )
         self._items.calls.markup_open(name, ident)  # through the calls, as an upstream's call
+
+    # -- a leading <think> block (think_in_content; issue 24 item 11) -------------------------
+
+    def start_think(self, up: UpstreamItem, ev: WireEvent) -> None:
+        """The output's first item is a message: its opening waits for its first text."""
+        up.think = LeadingThink()
+        self.thinking = up
+        self._items.hold(up.deferred, ev)
+
+    def think_event(self, up: UpstreamItem, ev: WireEvent) -> None:
+        """An event of the first message while its splitter holds it (``up.think``)."""
+        think = up.think
+        assert think is not None
+        if ev.type == "response.content_part.added":
+            self._items.hold(up.deferred, ev)  # shown with the message's opening
+            return
+        if ev.type != _DELTA:  # the text is over, or something else comes: decided now
+            self.close_think(up)
+            self._items.route(ev)
+            return
+        was_found = think.found
+        reasoning, content = think.feed(str(ev.get("delta") or ""))
+        if not think.found:
+            ev.up = up
+            self._items.hold(up.deferred, ev)
+            if think.done:  # it begins otherwise: every event as it came
+                self._no_think(up)
+            return
+        if not was_found:
+            self._open_reasoning(up)
+        self._reason(reasoning)
+        if think.done:
+            self._end_think(up, content)
+
+    def close_think(self, up: UpstreamItem) -> None:
+        """The splitter's text ends here: what it holds goes out (reasoning inside the block,
+        else the held events as they came)."""
+        think = up.think
+        if think is None:
+            return
+        reasoning, content = think.close()
+        if not think.found:
+            self._no_think(up)
+            return
+        self._reason(reasoning)
+        self._end_think(up, content)
+
+    def _no_think(self, up: UpstreamItem) -> None:
+        up.think, self.thinking = None, None
+        held, up.deferred = self._items.let_go(up.deferred), []
+        for ev in held:
+            ev.up = up
+            self._items.route(ev)
+
+    def _open_reasoning(self, up: UpstreamItem) -> None:
+        """A ``<think>`` block: the reasoning item opens; the message's text so far is in it
+        (the held deltas are dropped, the message's opening and part wait for its rest)."""
+        held, up.deferred = self._items.let_go(up.deferred), []
+        for ev in held:
+            if ev.type != _DELTA:
+                self._items.hold(up.deferred, ev)
+        self._items.repair(Repair.THINK_IN_CONTENT)
+        out = self._reasoning = self._items.new_item("reasoning", "rs_" + self._items.new_id())
+        self._items.insert(
+            {
+                "type": "response.output_item.added",
+                "output_index": out.index,
+                "item": {"id": out.id, "type": "reasoning", "summary": []},
+            }
+        )
+        self._items.insert(
+            {
+                "type": "response.reasoning_summary_part.added",
+                "item_id": out.id,
+                "output_index": out.index,
+                "summary_index": 0,
+                "part": {"type": "summary_text", "text": ""},
+            }
+        )
+
+    def _reason(self, text: str) -> None:
+        out = self._reasoning
+        if not text or out is None:
+            return
+        out.text.append(text)
+        self.kept += len(text)
+        self._items.insert(
+            {
+                "type": "response.reasoning_summary_text.delta",
+                "item_id": out.id,
+                "output_index": out.index,
+                "summary_index": 0,
+                "delta": text,
+            }
+        )
+
+    def _end_think(self, up: UpstreamItem, content: str) -> None:
+        """The block ended: the reasoning item is done, then the message is shown with the
+        rest of its text (through the dialects, when they read it)."""
+        out = self._reasoning
+        assert out is not None
+        up.think, self.thinking, self._reasoning = None, None, None
+        text = "".join(out.text)
+        head = {"item_id": out.id, "output_index": out.index, "summary_index": 0}
+        part = {"type": "summary_text", "text": text}
+        self._items.insert({"type": "response.reasoning_summary_text.done", **head, "text": text})
+        self._items.insert({"type": "response.reasoning_summary_part.done", **head, "part": part})
+        item = {"id": out.id, "type": "reasoning", "summary": [part]}
+        self._items.finish(out, item)
+        self._items.insert(
+            {"type": "response.output_item.done", "output_index": out.index, "item": item}
+        )
+        self._show(up)
+        up.rewritten = True  # its closing events say the text that was sent
+        assert up.target is not None
+        self.split = (out, up.target)
+        if self._items.dialects:
+            self._items.extract(up)
+        if content:
+            self._delta(up, WireEvent({"type": _DELTA, "delta": content}, None))
