@@ -200,7 +200,8 @@ class NativeMessages(BlockFlow):
             self.write(event, payload, False)
         elif native_fields.is_error(payload, event.event):
             self._error(event, payload)
-        else:  # ping, and what this proxy does not know: as they came
+        elif not self.beside_held_call(event, payload):
+            # ping, and what this proxy does not know: as they came
             self.write(event, payload, False)
         return True
 
