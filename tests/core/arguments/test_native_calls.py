@@ -224,6 +224,7 @@ def test_messages_almost_json_is_healed_but_never_a_cut_input():
 M_NO_ARGS = "anthropic-sonnet45-tool-no-args"  # pings around a tool block of no input
 HEAL_COERCE = {"heal_arguments": True, "coerce_arguments": True}
 PING = {"type": "ping"}
+ERROR = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
 
 
 def _no_input_delta(events: m_streams.Events) -> m_streams.Events:
@@ -275,6 +276,22 @@ def test_messages_a_ping_keeps_its_place_among_a_held_calls_events():
         ("ping", None),
         ("content_block_delta", first),
     ]
+
+
+def test_messages_an_error_inside_a_held_call_comes_after_the_call_as_it_came():
+    # the error went out ahead of the held call's start and fragments, which followed it
+    events = m_streams.parsed(M_THREE_CALLS)
+    first = m_streams.tool_indexes(events)[0]
+    fragments = [
+        i
+        for i, e in enumerate(events)
+        if e["type"] == "content_block_delta" and e["index"] == first
+    ]
+    data = m_streams.sse([*events[: fragments[2]], ERROR])
+    schema = {"type": "object", "properties": {"parent": {"type": "string"}}}
+    for options in ({}, HEAL_COERCE, {"dedupe": True, **HEAL_COERCE}):
+        for pieces in every_cut(data, M_THREE_CALLS + "-error"):
+            assert m_repair(pieces, m_request(schema), **options) == (data, Counter())
 
 
 # -- the whole native answers ------------------------------------------------------------------
