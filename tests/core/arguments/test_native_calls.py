@@ -221,6 +221,79 @@ def test_messages_almost_json_is_healed_but_never_a_cut_input():
     assert out == cut
 
 
+M_NO_ARGS = "anthropic-sonnet45-tool-no-args"  # pings around a tool block of no input
+HEAL_COERCE = {"heal_arguments": True, "coerce_arguments": True}
+PING = {"type": "ping"}
+ERROR = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+
+
+def _no_input_delta(events: m_streams.Events) -> m_streams.Events:
+    return [e for e in events if e.get("delta", {}).get("type") != "input_json_delta"]
+
+
+@pytest.mark.parametrize(
+    "shape", [lambda e: e, _no_input_delta], ids=["empty-partial-json", "no-delta"]
+)
+def test_messages_a_call_of_no_input_is_neither_changed_nor_counted_with_healing_on(shape):
+    # a held call of no text was counted empty-arguments, and one with no delta at all got a
+    # made-up input_json_delta "{}": the client builds that {} from the start's input itself
+    data = m_streams.sse(shape(m_streams.parsed(M_NO_ARGS)))
+    request = m_request({"type": "object"})
+    request["tools"][0]["name"] = "updateIssueList"
+    for pieces in every_cut(data, M_NO_ARGS):
+        out, repairs = m_repair(pieces, request, **HEAL_COERCE)
+        assert out == data
+        assert not repairs
+    assert [c["input"] for c in m_check(data).tool_uses] == [{}]
+
+
+def test_messages_a_ping_keeps_its_place_among_a_held_calls_events():
+    # the ping came between the tool block's start and its input; a held call's start went
+    # out after it (heal_arguments holds a call from its start)
+    events = m_streams.parsed(M_THREE_CALLS)
+    first = m_streams.tool_indexes(events)[0]
+    start = next(
+        i for i, e in enumerate(events) if e.get("content_block", {}).get("type") == "tool_use"
+    )
+    events.insert(start + 1, PING)
+    events.insert(start + 3, PING)  # and one after its first fragment
+    data = m_streams.sse(events)
+    schema = {"type": "object", "properties": {"parent": {"type": "string"}}}
+    for pieces in every_cut(data, M_THREE_CALLS + "-ping"):
+        assert m_repair(pieces, m_request(schema), **HEAL_COERCE) == (data, Counter())
+    # healed, the input is the proxy's, in one piece: the pings stay behind the block's start
+    for event in events:
+        delta = event.get("delta")
+        if isinstance(delta, dict) and delta.get("type") == "input_json_delta":
+            delta["partial_json"] = delta["partial_json"].replace('"', "'")
+    out, repairs = m_repair(m_streams.sse(events), m_request(schema), **HEAL_COERCE)
+    assert repairs == {Repair.ARGS_HEALED: 3}
+    kinds = [(e["type"], e.get("index")) for e in chunks(out)]
+    at = kinds.index(("content_block_start", first))
+    assert kinds[at : at + 4] == [
+        ("content_block_start", first),
+        ("ping", None),
+        ("ping", None),
+        ("content_block_delta", first),
+    ]
+
+
+def test_messages_an_error_inside_a_held_call_comes_after_the_call_as_it_came():
+    # the error went out ahead of the held call's start and fragments, which followed it
+    events = m_streams.parsed(M_THREE_CALLS)
+    first = m_streams.tool_indexes(events)[0]
+    fragments = [
+        i
+        for i, e in enumerate(events)
+        if e["type"] == "content_block_delta" and e["index"] == first
+    ]
+    data = m_streams.sse([*events[: fragments[2]], ERROR])
+    schema = {"type": "object", "properties": {"parent": {"type": "string"}}}
+    for options in ({}, HEAL_COERCE, {"dedupe": True, **HEAL_COERCE}):
+        for pieces in every_cut(data, M_THREE_CALLS + "-error"):
+            assert m_repair(pieces, m_request(schema), **options) == (data, Counter())
+
+
 # -- the whole native answers ------------------------------------------------------------------
 
 

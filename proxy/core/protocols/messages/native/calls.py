@@ -88,6 +88,7 @@ class BlockSide(Protocol):
     current: int  #: the place of the upstream event being read among the upstream's
 
     def start_tool(self, index: int) -> None: ...
+    def write(self, event: Event, payload: JSONObject, changed: bool) -> None: ...
     def write_at(self, index: int, event: Event, payload: JSONObject, changed: bool) -> None: ...
     def emit(self, payload: JSONObject) -> None: ...
     def note(self, repair: Repair) -> None: ...
@@ -174,11 +175,17 @@ class ToolCalls:
         repeat = repeats_before(self.calls.records, call)
         if repeat:
             self._note(Repair.CALL_DUPLICATED)
-        event = end_input(repeat=repeat, cut=cut)
+        # only a suspect (dedupe_calls) is dropped as one; any other held call (heal_arguments
+        # holds every call) left in COLLECTING by a DUPLICATE would never go out
+        event = end_input(repeat=repeat and call.state is CallState.SUSPECT, cut=cut)
+        if not cut and not call.args_len and not call.from_markup:
+            # no text is the object the client builds from the start's ``input: {}``: kept as
+            # the call's arguments, so that a call sent whole (heal_arguments) is not counted
+            # ``empty-arguments`` for a ``{}`` nobody writes (its own events go out as they came)
+            self.keep(call, EMPTY_OBJECT)
         if event is not CallInput.COMPLETE or call.state not in _DONE:
             self._input(call, event, "", None, complete=not cut)
-        # the one place a Messages call's input ends (checked as it went out, fixed or not);
-        # no text is the object the client builds
+        # the one place a Messages call's input ends (checked as it went out, fixed or not)
         self.calls.ended(call, call.text() or EMPTY_OBJECT)
 
     # -- a wrapper's calls (calls/driver.py's Unwrapping) ----------------------------------
@@ -206,16 +213,17 @@ class ToolCalls:
                 payload["content_block"]["id"] = call.id
                 changed = True
             self._write_at(call.index, event, payload, changed)
-        if args:  # a whole call in its opening: not from Messages' inputs, which carry none
+        if args:  # a call sent whole (S2), or a suspect's arguments held
             self.put_held_args(call, args, out)
-        elif call.held and not call.args_len:
-            self._write_held(call)  # fragments without text, which _put_held_args never gets
+        else:  # fragments without text, which put_held_args never gets
+            self._write_held(call)
 
     def put_held_args(self, call: ToolCall, text: str, out: None) -> None:
-        if call.held and not call.fixed:  # the upstream's fragments, which carry the text
+        if call.opening is not None and not call.fixed:  # the upstream's fragments: the text
             self._write_held(call)
         else:  # a markup call's, or arguments healed or coerced: the proxy writes them
             self._held_items(call)
+            self._write_beside(call)
             self.emit_input(call, text)
 
     def put_args(self, call: ToolCall, text: str, out: None, extras: Item | None) -> None:
@@ -251,6 +259,7 @@ class ToolCalls:
             self._client.held_bytes -= len(call.opening[0].raw)
         if call.state is CallState.DROPPED:
             self._held_items(call)  # nothing of a dropped call goes out
+            self._write_beside(call)  # but what was not its own does
 
     def _held_items(self, call: ToolCall) -> list[Item]:
         """The events ``call`` held, held no more (the caller sends them, or not)."""
@@ -262,6 +271,9 @@ class ToolCalls:
         """What ``call`` holds of the upstream's, with the places it came in, as it came (the
         stream gives up rewriting)."""
         held = list(zip(call.held_at, (item[0].raw for item in call.held), strict=True))
+        held += ((at, event.raw) for at, event, _ in call.beside)
+        self._client.held_bytes -= sum(len(event.raw) for _, event, _ in call.beside)
+        call.beside = []
         if call.opening is not None and call.opening_held:
             held.append((call.opening_at, call.opening[0].raw))
             call.opening_held = False
@@ -269,10 +281,36 @@ class ToolCalls:
         self._held_items(call)
         return held
 
+    def hold_beside(self, call: ToolCall, event: Event, payload: JSONObject) -> None:
+        """An event of no block that came while ``call`` is held: it waits in its place."""
+        call.beside.append((self._client.current, event, payload))
+        self._client.held_bytes += len(event.raw)
+
     def _write_held(self, call: ToolCall) -> None:
-        assert call.index is not None
-        for item in self._held_items(call):
-            self._write_at(call.index, *item)
+        """The call's held events and those that came beside them, in the order they came."""
+        index = call.index
+        assert index is not None
+        beside, call.beside = call.beside, []
+        places = call.held_at  # _held_items lets them go
+        at = 0
+        for place, item in zip(places, self._held_items(call), strict=True):
+            while at < len(beside) and beside[at][0] < place:
+                self._put_beside(beside[at])
+                at += 1
+            self._write_at(index, *item)
+        for entry in beside[at:]:
+            self._put_beside(entry)
+
+    def _write_beside(self, call: ToolCall) -> None:
+        """The events held beside ``call``, as they came."""
+        beside, call.beside = call.beside, []
+        for entry in beside:
+            self._put_beside(entry)
+
+    def _put_beside(self, entry: tuple[int, Event, JSONObject]) -> None:
+        _, event, payload = entry
+        self._client.held_bytes -= len(event.raw)
+        self._client.write(event, payload, False)
 
     def emit_input(self, call: ToolCall, text: str) -> None:
         delta = {"type": "input_json_delta", "partial_json": text}

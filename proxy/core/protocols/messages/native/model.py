@@ -64,6 +64,10 @@ class ToolCall(CallRecord):
     #: the upstream's events of the call while it is held (a SUSPECT), in order
     held: list[Item] = field(default_factory=list)
     held_at: list[int] = field(default_factory=list)  #: their places among the upstream's
+    #: the stream's events of no block (a ping) that came while the call was held, each with
+    #: its place: they go out in that place among the call's events (heal_arguments holds a
+    #: call from its start; a ping sent ahead of the start would reorder a valid stream)
+    beside: list[tuple[int, Event, JSONObject]] = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -205,7 +205,8 @@ class NativeMessages(BlockFlow):
             self.write(event, payload, False)
         elif native_fields.is_error(payload, event.event):
             self._error(event, payload)
-        else:  # ping, and what this proxy does not know: as they came
+        elif not self.beside_held_call(event, payload):
+            # ping, and what this proxy does not know: as they came
             self.write(event, payload, False)
         return True
 
@@ -216,6 +217,9 @@ class NativeMessages(BlockFlow):
         if recovered is not None:
             self._answer(recovered)
             return
+        # the input of a tool block streamed is cut here: a call held with it (heal_arguments,
+        # dedupe_calls) goes out as it came, ahead of the error, as it would have streamed
+        self.end_active_input(cut=True)
         if self._delta is not None:
             self._release_delta()
         self._phase = after(self._phase, Step.ERROR)

@@ -110,6 +110,17 @@ class BlockFlow:
             self.pending.popleft()
             self.held_bytes -= len(waiting[1].raw)
 
+    def beside_held_call(self, event: Event, payload: JSONObject) -> bool:
+        """An event of no block (a ping) while the tool block streamed is held with its start
+        (heal_arguments, a suspect under dedupe_calls): it waits in its place among the
+        block's events, so that the client gets them in the order they came."""
+        active = self.active
+        call = active.call if active is not None else None
+        if call is None or not call.opening_held:
+            return False
+        self.calls.hold_beside(call, event, payload)
+        return True
+
     def held_in_order(self, more: list[tuple[int, bytes]]) -> list[bytes]:
         """Every upstream event held anywhere (and ``more``, the stream's own, each with its
         place), as it came, in the order it came, held no more (the stream gives up
