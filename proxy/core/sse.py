@@ -306,6 +306,13 @@ def encode_event(data: bytes, *, event: str | None = None) -> bytes:
     return head + b"".join(b"data: " + line + b"\n" for line in lines) + b"\n"
 
 
+def data_frame(event: str | None = None) -> tuple[bytes, bytes]:
+    """The bytes ``encode_event`` writes before and after data of one line: what a run of
+    events the same but for their data is written around."""
+    head = b"event: " + event.encode() + b"\n" if event is not None else b""
+    return head + b"data: ", b"\n\n"
+
+
 DONE: Final = b"data: [DONE]\n\n"
 
 

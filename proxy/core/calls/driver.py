@@ -30,7 +30,7 @@ first is the one call ``one_call`` keeps, and each is checked against its own to
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final, Generic, Protocol, TypeVar
 
 from proxy.core.arguments.rules import CallRules
@@ -91,6 +91,7 @@ _SEND_WHOLE = Action.SEND_WHOLE
 _FALLBACK_WHOLE = Action.FALLBACK_WHOLE
 _DROP = Action.DROP
 _UNWRAP = Action.UNWRAP
+_ARGS = CallInput.ARGS
 _END = CallInput.END
 _EXTRA = CallInput.EXTRA
 #: the inputs that take a call out of NAMELESS (other than into a hold): a call named then
@@ -133,7 +134,9 @@ class CallWriter(Protocol[C_in, Out_in, Extra_in]):
         """Keep an entry's unknown fields for the call's opening (S2: collected)."""
 
     def holding(self, call: C_in, out: Out_in) -> None:
-        """``call`` is held (calls/state.py, ``HELD``): what comes after waits behind it."""
+        """``call`` is held (calls/state.py, ``HELD``): what comes after waits behind it.
+        Told on every input that leaves the call held; told again for the same ``out``, it
+        changes nothing (:meth:`Calls.args` tells it once for a run of pieces)."""
 
     def settled(self, call: C_in) -> None:
         """``call`` is no longer held: what waited behind it may go."""
@@ -421,6 +424,57 @@ class Calls(Generic[C, Out, Extra]):
                 self.input(call, CallInput.COMPLETE, "", out)
             self.ended(call)
             self._unwrap.entry_done(call, out)
+
+    def args(self, call: C, texts: Sequence[str], out: Out) -> None:
+        """A run of argument pieces of ``call``, each an ARGS input as :meth:`input` takes it,
+        the table asked once for the run: a held call released whole (markup, issue 24 item
+        4) brings a hundred at once. While the table's answer keeps the call's state, that
+        answer is carried out for every piece left, in order; a piece whose answer moves the
+        state goes through :meth:`input`, and the table is asked again for the rest. ARGS is
+        never EXTRA nor compared (it takes no call out of NAMELESS and ends no arguments), so
+        the table's answer is all that decides a piece."""
+        table = self.table
+        start, count = 0, len(texts)
+        while start < count:
+            state = call.state
+            after, action = transition(table, state, _ARGS)
+            if after is not state or not (
+                action is _SEND_ARGS or action is _COLLECT or action is _HOLD
+            ):
+                self.input(call, _ARGS, texts[start], out)
+                start += 1
+                continue
+            if state in HELD:
+                self._holding(call, out)
+            if action is _SEND_ARGS:
+                self._send_run(call, texts, start, out)
+            elif action is _COLLECT:
+                for text in texts[start:]:
+                    self.collect(call, _ARGS, text, None)
+            else:
+                call.waited = True
+                for text in texts[start:]:
+                    self.keep(call, text)
+            return
+
+    def _send_run(self, call: C, texts: Sequence[str], start: int, out: Out) -> None:
+        """SEND_ARGS for each of ``texts`` from ``start``, as :meth:`_send_args` does: each kept,
+        then sent, with what :meth:`keep` asks of the call answered once for the run."""
+        tally = self.tally
+        kept = call.streams or call.state not in HELD
+        append = call.args.append
+        put = self._put_args
+        for i in range(start, len(texts)):
+            text = texts[i]
+            if text:
+                append(text)
+                size = len(text)
+                call.args_len += size
+                if kept:
+                    tally.kept += size
+                else:
+                    tally.held += size
+                put(call, text, out, None)
 
     def ended(self, call: C, text: str | None = None) -> None:
         """``call``'s arguments have ended (where, the protocol says): checked against its

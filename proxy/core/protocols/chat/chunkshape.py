@@ -41,6 +41,14 @@ class ChunkShape:
             return None
         return cls(data[:begin], data[end:])
 
+    def framed(self, before: bytes, after: bytes) -> ChunkShape | None:
+        """This shape with ``before`` and ``after`` around it (an event's framing), when
+        neither it nor they hold a line end (a one-line event, which its text, spelled,
+        cannot break); else None."""
+        if b"\n" in self.prefix or b"\n" in self.suffix:
+            return None
+        return ChunkShape(before + self.prefix, self.suffix + after)
+
     def with_text(self, text: str) -> bytes:
         """The chunk of this shape around ``text``, spelled as ``around`` expects it."""
         return self.prefix + _spelled(text) + self.suffix

@@ -223,8 +223,21 @@ class MarkupBridge:
         self._broken = broken
 
     def _segments(self, key: str, segments: list[Segment], sink: Sink) -> None:
-        for seg in segments:
+        at, count = 0, len(segments)
+        while at < count:
+            seg = segments[at]
+            at += 1
             call = self.open_calls.get(key)
+            if call is not None and type(seg) is CallArgs:
+                # the argument pieces in a row of a call (a held call released whole comes
+                # as a hundred): one run for the driver, each piece still its own input
+                texts = [seg.text] if seg.text else []
+                while at < count and type(nxt := segments[at]) is CallArgs:
+                    if nxt.text:
+                        texts.append(nxt.text)
+                    at += 1
+                self._calls.args(call, texts, sink)
+                continue
             match seg:
                 case Text(text=text):
                     if text:

@@ -24,7 +24,7 @@ from proxy.core.protocols.chat.deltas import (
     OpeningDelta,
 )
 from proxy.core.protocols.chat.pieces import Piece, Source
-from proxy.core.sse import Event, encode_event
+from proxy.core.sse import Event, data_frame, encode_event
 
 
 def render_own(source: Source, choices: list[JSONObject], own: list[list[Piece]]) -> list[bytes]:
@@ -53,12 +53,15 @@ def render_own(source: Source, choices: list[JSONObject], own: list[list[Piece]]
             if _continues(piece, own[0][k - 1]):
                 delta = cast("ArgsDelta", piece.delta)
                 if shape is not None:
-                    out.append(encode_event(shape.with_text(delta.text), event=source.event.event))
+                    out.append(shape.with_text(delta.text))
                     continue
                 data = dumps(
                     _chunk_out(chunk, [_choice_out(piece.choice, delta, first=False)], usage=False)
                 )
+                # the next pieces' whole events, framing included, around their text
                 shape = ChunkShape.around(data, b"arguments", delta.text)
+                if shape is not None:
+                    shape = shape.framed(*data_frame(source.event.event))
                 out.append(encode_event(data, event=source.event.event))
                 continue
             shape = None
