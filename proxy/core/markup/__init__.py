@@ -16,7 +16,8 @@ from proxy.core.markup.base import Extractor, Tools
 from proxy.core.markup.block import Dialect
 from proxy.core.markup.deepseek import DeepSeek
 from proxy.core.markup.deepseek_v32 import DeepSeekV32
-from proxy.core.markup.extractor import MarkupExtractor
+from proxy.core.markup.extractor import MarkupExtractor, PlainText
+from proxy.core.markup.extractor import plain_text as extractor_plain_text
 from proxy.core.markup.gemma4 import Gemma4
 from proxy.core.markup.glm import Glm
 from proxy.core.markup.granite import Granite
@@ -93,9 +94,18 @@ def _in_reasoning(selected: tuple[str, ...], setting: bool | str) -> tuple[str, 
     return selected if setting is True else ()
 
 
-def build_extractor(names: Sequence[str], tools: Tools) -> Extractor | None:
-    """The content parser for one choice, or None when no dialect applies."""
+def build_extractor(names: Sequence[str], tools: Tools, *, begun: bool = False) -> Extractor | None:
+    """The content parser for one choice, or None when no dialect applies (``begun``: see
+    :class:`MarkupExtractor`)."""
     selected = check_names(names)
     if not selected:
         return None
-    return MarkupExtractor([DIALECTS[name](tools) for name in selected])
+    return MarkupExtractor([DIALECTS[name](tools) for name in selected], begun=begun)
+
+
+@cache
+def plain_text(names: tuple[str, ...]) -> PlainText | None:
+    """What text an extractor of ``names`` would give back whole before one is built, once
+    per configuration; None when no dialect applies (no extractor either)."""
+    selected = check_names(names)
+    return extractor_plain_text(tuple(DIALECTS[name] for name in selected)) if selected else None

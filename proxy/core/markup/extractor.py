@@ -26,7 +26,10 @@ from proxy.core.markup.scan import MarkerScanner
 
 
 class MarkupExtractor:
-    def __init__(self, dialects: Sequence[Dialect]) -> None:
+    """``begun``: the content's start was already given out as plain text (``PlainText``
+    judged it, before any extractor was built), so markers are looked for as past it."""
+
+    def __init__(self, dialects: Sequence[Dialect], *, begun: bool = False) -> None:
         self._dialects = tuple(dialects)
         self._kinds = tuple(type(dialect) for dialect in self._dialects)
         start = _start(self._kinds)
@@ -38,7 +41,7 @@ class MarkupExtractor:
         self._text = ""  # scanned text not yet released
         self._block: Fork | None = None
         self._marker = ""
-        self._starting = True  # nothing but whitespace released so far
+        self._starting = not begun  # nothing but whitespace released so far
         self._dialect: str | None = None
         self.broken = 0  #: calls whose markup broke or stopped, given back as text
 
@@ -222,6 +225,51 @@ def _start(kinds: tuple[type[Dialect], ...]) -> _Start:
         tuple(word for kind in kinds for word in kind.word_starts),
         _openers(kinds, tuple("".startswith(kind.word_starts) for kind in kinds)),
     )
+
+
+class PlainText:
+    """Whether text would come back from a fresh extractor of one configuration whole, as one
+    Text, before any extractor exists: most streams' text holds no marker, and building the
+    extractor (a dialect object each, 18 with every dialect on) and scanning through it was
+    most of a short stream's set-up (issue 29). Made of class attributes only: one per
+    configuration (``plain_text``).
+
+    ``at_start``: text while nothing but whitespace went out; true only where the extractor
+    would give it back and then be as ``MarkupExtractor(begun=True)`` is, or (whitespace
+    only) as a fresh one. ``later``: text after that, as ``MarkupExtractor.passes``."""
+
+    __slots__ = ("_anywhere", "_start_scanner", "_word_starts")
+
+    def __init__(self, start: _Start) -> None:
+        self._start_scanner = start.at_start.scanner
+        self._word_starts = start.word_starts
+        self._anywhere = start.anywhere.scanner
+
+    def at_start(self, text: str) -> bool:
+        stripped = text.lstrip(WHITESPACE)
+        if not stripped:
+            return True
+        scanner = self._start_scanner
+        if scanner is not None and (
+            scanner.could_start(stripped)
+            or ((found := scanner.find(stripped)) is not None and found.start == 0)
+        ):
+            return False
+        # a word that could still begin, or that decides which openers are looked for
+        if any(
+            word.startswith(stripped) or stripped.startswith(word) for word in self._word_starts
+        ):
+            return False
+        return self.later(stripped)
+
+    def later(self, text: str) -> bool:
+        return self._anywhere is None or self._anywhere.clear(text)
+
+
+@cache
+def plain_text(kinds: tuple[type[Dialect], ...]) -> PlainText:
+    """The :class:`PlainText` of the extractor of these dialects."""
+    return PlainText(_start(kinds))
 
 
 def _merged(segments: list[Segment]) -> list[Segment]:

@@ -149,8 +149,7 @@ class HotPaths:
         markup = self._markup
         if not markup.extracting:
             return True
-        extractor = markup.extractors.get("content")
-        return extractor is not None and extractor.passes(text)
+        return markup.passes(text)
 
 
 def sole_field(choice: JSONObject, key: str) -> object:

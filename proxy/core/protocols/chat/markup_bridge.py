@@ -19,6 +19,7 @@ from proxy.core.calls.state import CallInput, closes_whole
 from proxy.core.errors import DialectError
 from proxy.core.jsonvalues import JSONObject
 from proxy.core.markup.base import CallArgs, CallClose, CallOpen, Extractor, Segment, Text
+from proxy.core.markup.block import WHITESPACE
 from proxy.core.markup.fail_open import HeldText
 from proxy.core.protocols.chat.call_pieces import CallPieces
 from proxy.core.protocols.chat.deltas import Extras, FieldsDelta
@@ -42,6 +43,7 @@ class MarkupBridge:
     """Markup in the text fields of one choice, to calls."""
 
     __slots__ = (
+        "_begun",
         "_broken",
         "_calls",
         "_ctx",
@@ -75,6 +77,8 @@ class MarkupBridge:
         #: content fed ahead by the hot path (``feed_held``) and what came of it, which
         #: the chunk's ``extract_text`` takes instead of feeding the text again
         self._fed: tuple[str, list[Segment] | DialectError] | None = None
+        #: the text fields whose start went out as plain text before any extractor was built
+        self._begun: set[str] = set()
 
     @property
     def markup_call(self) -> Call | None:
@@ -144,6 +148,11 @@ class MarkupBridge:
             text = head.get(key)
             if not isinstance(text, str) or not text or not self.extracting:
                 continue
+            if key not in self.extractors and self._plain(key, text):
+                # what the extractor would give: the text whole, as one piece
+                del head[key]
+                sink.put(self._pieces.piece({key: text}))
+                continue
             extractor = self._extractor(key)
             if extractor is None:
                 continue
@@ -192,12 +201,40 @@ class MarkupBridge:
         self._think = None
         self.extracting = bool(self._ctx.extract)
 
+    def passes(self, text: str) -> bool:
+        """Whether content ``text`` goes out as it came, unfed (the hot path): the content's
+        extractor says so, or none was built yet and its start went out as plain text."""
+        if "content" not in self.extractors:
+            if "content" not in self._begun or self._think is not None:
+                return False
+            plain = dialects.plain_text(self._ctx.dialect_names)
+            return plain is not None and plain.later(text)
+        extractor = self.extractors["content"]
+        return extractor is not None and extractor.passes(text)
+
+    def _names(self, key: str) -> tuple[str, ...]:
+        return self._ctx.dialect_names if key == "content" else self._ctx.reasoning_dialect_names
+
+    def _plain(self, key: str, text: str) -> bool:
+        """Whether ``text`` of a field with no extractor yet would come back from one whole;
+        the extractor is built at the first text that may hold markup (issue 29: most
+        streams' never does, and building it was most of a short stream's set-up)."""
+        plain = dialects.plain_text(self._names(key))
+        if plain is None:
+            return False  # no extractor either: the text stays where it is
+        if key in self._begun:
+            return plain.later(text)
+        if not plain.at_start(text):
+            return False
+        if text.lstrip(WHITESPACE):
+            self._begun.add(key)
+        return True
+
     def _extractor(self, key: str) -> Extractor | None:
         if key not in self.extractors:
-            names = (
-                self._ctx.dialect_names if key == "content" else self._ctx.reasoning_dialect_names
+            self.extractors[key] = dialects.build_extractor(
+                self._names(key), self._ctx.tools, begun=key in self._begun
             )
-            self.extractors[key] = dialects.build_extractor(names, self._ctx.tools)
             self.open_calls[key] = None
             self._held_text[key] = HeldText()
         return self.extractors[key]

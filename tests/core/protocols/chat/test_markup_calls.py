@@ -293,7 +293,7 @@ def test_markup_cut_off_in_a_message_stays_text(markup: str):
 @pytest.fixture
 def failing_dialect(monkeypatch):
     monkeypatch.setattr(
-        proxy.core.markup, "build_extractor", lambda names, tools: FailingHermes(tools)
+        proxy.core.markup, "build_extractor", lambda names, tools, begun=False: FailingHermes(tools)
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from proxy.core import markup
 from proxy.core.jsonvalues import loads
 from proxy.core.markup import check_names
 from proxy.core.markup.extractor import MarkupExtractor
@@ -81,7 +82,9 @@ def test_text_without_markup_does_not_reach_the_extractor(monkeypatch: pytest.Mo
     plain = [chunk({"content": t}) for t in (" weather", " is", " fine", "!")]
     out = [r.feed(e) for e in plain]
     assert out == [[e] for e in plain]
-    assert fed == ["The"]
+    # issue 29: no text of these could open markup, so no extractor was built to be fed
+    # (before, the content's start was fed to one: "The")
+    assert fed == []
     # text that may open markup is fed, and held back until it is known not to
     held = r.feed(chunk({"content": " <tool"}))
     assert fed[-1] == " <tool"
@@ -164,3 +167,71 @@ def test_whole_events_between_two_cut_ones_are_not_decoded(
     assert b"".join(out) == a + b + c + d
     assert b + c in out  # the whole events in the middle went out as one piece
     assert all(b not in piece for piece in decoded[1:])
+
+
+def count_builds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    built: list[tuple[str, ...]] = []
+    real = markup.build_extractor
+
+    def spy(names: tuple[str, ...], tools: object, *, begun: bool = False) -> object:
+        built.append(tuple(names))
+        return real(names, tools, begun=begun)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(markup, "build_extractor", spy)
+    return built
+
+
+def test_a_stream_of_plain_text_builds_no_extractor(monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 29: the extractor (a dialect object each) is built at the first text that may
+    # hold markup, not for every stream that offers tools
+    built = count_builds(monkeypatch)
+    r = rewriter(tools=True)
+    events = [
+        chunk({"role": "assistant", "content": ""}),
+        chunk({"content": "\n"}),
+        chunk({"content": "Hello there."}),
+        chunk({"content": " It is fine."}),
+        chunk({}, finish="stop"),
+    ]
+    out = [piece for event in events for piece in r.feed(event)] + r.close(complete=True)
+    assert b"".join(out) == b"".join(events) + b"data: [DONE]\n\n"
+    assert built == []
+    # the first text that may open markup builds it
+    r = rewriter(tools=True)
+    r.feed(chunk({"role": "assistant", "content": ""}))
+    r.feed(chunk({"content": "Hello"}))
+    r.feed(chunk({"content": " <tool"}))
+    assert len(built) == 1
+
+
+def calls_of(texts: list[str]) -> tuple[int, bytes]:
+    """The markup calls found in a stream of these content texts, and its output."""
+    r = rewriter(tools=True)
+    out = r.feed(chunk({"role": "assistant", "content": ""}))
+    for text in texts:
+        out += r.feed(chunk({"content": text}))
+    out += r.feed(chunk({}, finish="stop")) + r.feed(b"data: [DONE]\n\n")
+    out += r.close(complete=True)
+    found = sum(n for kind, n in r.normalizer.repairs.items() if kind.startswith("markup-in"))
+    return found, b"".join(out)
+
+
+BARE = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+
+
+@pytest.mark.parametrize(
+    ("texts", "a_call"),
+    [
+        ([BARE], True),  # marker-less markup where the content starts
+        (["\n", BARE], True),  # whitespace given out first: still the content's start
+        (["Sure. ", BARE], False),  # past the start, only markers count
+        (["Sure. ", "<tool_call>" + BARE + "</tool_call>"], True),
+        (["<tool_", "call>" + BARE + "</tool_call>"], True),
+    ],
+)
+def test_markup_after_text_given_out_unbuilt_is_judged_as_by_a_built_extractor(
+    texts: list[str], a_call: bool
+) -> None:
+    found, out = calls_of(texts)
+    assert (b'"tool_calls"' in out) is a_call
+    assert found == (1 if a_call else 0)
