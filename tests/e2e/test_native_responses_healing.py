@@ -12,7 +12,6 @@ from typing import Any
 
 import orjson
 import pytest
-from aiohttp import web
 from openai import AsyncOpenAI
 
 from proxy.core.events import FinishReason
@@ -20,6 +19,7 @@ from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, upstream_url
 from tests.core.arguments.responses_streams import call, stream
 from tests.support.streams import chunks
+from tests.support.upstreams import serve_events
 
 SCHEMA = {
     "type": "object",
@@ -45,21 +45,6 @@ def broken_calls(*, finish: FinishReason = FinishReason.TOOL_CALLS) -> bytes:
     )
 
 
-def native_app(body: bytes) -> web.Application:
-    async def responses(request: web.Request) -> web.StreamResponse:
-        await request.read()
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        for event in body.split(b"\n\n")[:-1]:
-            await response.write(event + b"\n\n")
-        await response.write_eof()
-        return response
-
-    app = web.Application()
-    app.router.add_post("/v1/responses", responses)
-    return app
-
-
 @pytest.fixture
 async def client_of() -> AsyncIterator[Any]:
     made: list[AsyncOpenAI] = []
@@ -78,7 +63,7 @@ async def proxies(
     start_upstream: StartUpstream, start_proxy: StartProxy, body: bytes
 ) -> tuple[Any, Any]:
     """The proxy with heal and coerce on, and one without, before the same upstream."""
-    server = await start_upstream(native_app(body))
+    server = await start_upstream(serve_events(body))
     fixing = await start_proxy(
         UpstreamSettings(
             name="u",

@@ -12,29 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 from openai import AsyncOpenAI
 
 from proxy.settings import UpstreamSettings
 from tests.conftest import StartProxy, StartUpstream, upstream_url
+from tests.support.upstreams import serve_events
 
 BODY = (Path(__file__).parents[1] / "fixtures/field/think-in-text.responses.sse").read_bytes()
 TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
-
-
-def native_app(body: bytes) -> web.Application:
-    async def responses(request: web.Request) -> web.StreamResponse:
-        await request.read()
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        for event in body.split(b"\n\n")[:-1]:
-            await response.write(event + b"\n\n")
-        await response.write_eof()
-        return response
-
-    app = web.Application()
-    app.router.add_post("/v1/responses", responses)
-    return app
 
 
 @pytest.fixture
@@ -55,7 +40,7 @@ async def client_of() -> AsyncIterator[Any]:
 async def test_openai_python_rebuilds_the_reasoning_item_and_the_message(
     start_upstream: StartUpstream, start_proxy: StartProxy, client_of: Any, tools: bool
 ) -> None:
-    server = await start_upstream(native_app(BODY))
+    server = await start_upstream(serve_events(BODY))
     proxy = await start_proxy(
         UpstreamSettings(
             name="u", url=upstream_url(server), responses="native", think_in_content=True
@@ -91,7 +76,7 @@ async def test_openai_python_rebuilds_the_reasoning_item_and_the_message(
 async def test_off_the_text_reaches_openai_python_with_its_think_block(
     start_upstream: StartUpstream, start_proxy: StartProxy, client_of: Any
 ) -> None:
-    server = await start_upstream(native_app(BODY))
+    server = await start_upstream(serve_events(BODY))
     proxy = await start_proxy(
         UpstreamSettings(name="u", url=upstream_url(server), responses="native")
     )

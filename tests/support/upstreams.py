@@ -199,6 +199,12 @@ def serve_writes(
     return app
 
 
+def serve_events(body: bytes) -> web.Application:
+    """An upstream answering every request with the SSE ``body``, each event written on its
+    own, as a server writes them while it generates."""
+    return serve_writes([event + b"\n\n" for event in body.split(b"\n\n")[:-1]])
+
+
 # what ``HeldStream`` sends before it waits, and after
 FIRST = b'data: {"n": 1}\n\n'
 REST = b'data: {"n": 2}\n\ndata: [DONE]\n\n'
