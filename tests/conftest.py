@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import traceback
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import BaseTestServer, TestClient, TestServer
 from hypothesis import HealthCheck, settings
+from openai import AsyncOpenAI
 
 from proxy.settings import Settings, UpstreamSettings
 from proxy.shell.app import create_app
@@ -105,3 +106,22 @@ def start_proxy(aiohttp_client: Any) -> StartProxy:
         return client
 
     return start
+
+
+OpenAIOf = Callable[[TestClient[web.Request, web.Application]], AsyncOpenAI]
+
+
+@pytest.fixture
+async def openai_of() -> AsyncIterator[OpenAIOf]:
+    """openai-python's client of a proxy started by ``start_proxy`` (no retries), closed when
+    the test ends."""
+    made: list[AsyncOpenAI] = []
+
+    def make(proxy: TestClient[web.Request, web.Application]) -> AsyncOpenAI:
+        client = AsyncOpenAI(base_url=str(proxy.make_url("/v1")), api_key="sk-test", max_retries=0)
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        await client.close()

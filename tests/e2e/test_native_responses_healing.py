@@ -7,12 +7,9 @@ would reach the client without healing."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
-import pytest
-from openai import AsyncOpenAI
 
 from proxy.core.events import FinishReason
 from proxy.settings import UpstreamSettings
@@ -45,20 +42,6 @@ def broken_calls(*, finish: FinishReason = FinishReason.TOOL_CALLS) -> bytes:
     )
 
 
-@pytest.fixture
-async def client_of() -> AsyncIterator[Any]:
-    made: list[AsyncOpenAI] = []
-
-    def make(proxy: Any) -> AsyncOpenAI:
-        client = AsyncOpenAI(base_url=str(proxy.make_url("/v1")), api_key="sk-test", max_retries=0)
-        made.append(client)
-        return client
-
-    yield make
-    for client in made:
-        await client.close()
-
-
 async def proxies(
     start_upstream: StartUpstream, start_proxy: StartProxy, body: bytes
 ) -> tuple[Any, Any]:
@@ -88,10 +71,10 @@ async def raw(proxy: Any) -> bytes:
 
 
 async def test_openai_python_rebuilds_the_healed_and_coerced_calls(
-    start_upstream: StartUpstream, start_proxy: StartProxy, client_of: Any
+    start_upstream: StartUpstream, start_proxy: StartProxy, openai_of: Any
 ) -> None:
     fixing, _ = await proxies(start_upstream, start_proxy, broken_calls())
-    client = client_of(fixing)
+    client = openai_of(fixing)
     rebuilt: dict[int, str] = {}  # each call's arguments as the SDK accumulated its deltas
     kinds: list[str] = []
     async with client.responses.stream(model="m", input="go", tools=TOOLS) as events:
@@ -115,7 +98,7 @@ async def test_openai_python_rebuilds_the_healed_and_coerced_calls(
 
 
 async def test_a_response_the_token_limit_cut_is_left_as_without_healing(
-    start_upstream: StartUpstream, start_proxy: StartProxy, client_of: Any
+    start_upstream: StartUpstream, start_proxy: StartProxy, openai_of: Any
 ) -> None:
     fixing, plain = await proxies(
         start_upstream, start_proxy, broken_calls(finish=FinishReason.LENGTH)
@@ -124,7 +107,7 @@ async def test_a_response_the_token_limit_cut_is_left_as_without_healing(
     assert out == await raw(plain)
     [end] = [e for e in chunks(out) if e["type"] == "response.incomplete"]
     assert end["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
-    stream_ = await client_of(fixing).responses.create(
+    stream_ = await openai_of(fixing).responses.create(
         model="m", input="go", tools=TOOLS, stream=True
     )
     texts: dict[int, str] = {}
@@ -150,7 +133,7 @@ async def test_a_heal_that_does_not_fit_the_schema_is_left_as_without_healing(
 
 
 async def test_text_after_a_healed_call_reaches_openai_python_in_its_place(
-    start_upstream: StartUpstream, start_proxy: StartProxy, client_of: Any
+    start_upstream: StartUpstream, start_proxy: StartProxy, openai_of: Any
 ) -> None:
     """The message after a held call waits behind it: the SDK sees the call's item, then the
     message's, each event at its item's output_index."""
@@ -159,7 +142,7 @@ async def test_text_after_a_healed_call_reaches_openai_python_in_its_place(
     fixing, _ = await proxies(start_upstream, start_proxy, body)
     added: list[tuple[int, str]] = []
     text_at: set[int] = set()
-    async with client_of(fixing).responses.stream(model="m", input="go", tools=TOOLS) as events:
+    async with openai_of(fixing).responses.stream(model="m", input="go", tools=TOOLS) as events:
         async for event in events:
             if event.type == "response.output_item.added":
                 added.append((event.output_index, event.item.type))

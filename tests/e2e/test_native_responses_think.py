@@ -7,38 +7,22 @@ Response the SDK rebuilt equal to the one the terminal event carries."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from openai import AsyncOpenAI
 
 from proxy.settings import UpstreamSettings
-from tests.conftest import StartProxy, StartUpstream, upstream_url
+from tests.conftest import OpenAIOf, StartProxy, StartUpstream, upstream_url
 from tests.support.upstreams import serve_events
 
 BODY = (Path(__file__).parents[1] / "fixtures/field/think-in-text.responses.sse").read_bytes()
 TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
 
 
-@pytest.fixture
-async def client_of() -> AsyncIterator[Any]:
-    made: list[AsyncOpenAI] = []
-
-    def make(proxy: Any) -> AsyncOpenAI:
-        client = AsyncOpenAI(base_url=str(proxy.make_url("/v1")), api_key="sk-test", max_retries=0)
-        made.append(client)
-        return client
-
-    yield make
-    for client in made:
-        await client.close()
-
-
 @pytest.mark.parametrize("tools", [False, True], ids=["no tools", "tools (markup read)"])
 async def test_openai_python_rebuilds_the_reasoning_item_and_the_message(
-    start_upstream: StartUpstream, start_proxy: StartProxy, client_of: Any, tools: bool
+    start_upstream: StartUpstream, start_proxy: StartProxy, openai_of: OpenAIOf, tools: bool
 ) -> None:
     server = await start_upstream(serve_events(BODY))
     proxy = await start_proxy(
@@ -49,7 +33,7 @@ async def test_openai_python_rebuilds_the_reasoning_item_and_the_message(
     extra: dict[str, Any] = {"tools": TOOLS} if tools else {}
     added: list[tuple[int, str]] = []
     at: dict[str, set[int]] = {"reasoning": set(), "text": set()}
-    async with client_of(proxy).responses.stream(model="m", input="go", **extra) as events:
+    async with openai_of(proxy).responses.stream(model="m", input="go", **extra) as events:
         async for event in events:
             if event.type == "response.output_item.added":
                 added.append((event.output_index, event.item.type))
@@ -74,13 +58,13 @@ async def test_openai_python_rebuilds_the_reasoning_item_and_the_message(
 
 
 async def test_off_the_text_reaches_openai_python_with_its_think_block(
-    start_upstream: StartUpstream, start_proxy: StartProxy, client_of: Any
+    start_upstream: StartUpstream, start_proxy: StartProxy, openai_of: OpenAIOf
 ) -> None:
     server = await start_upstream(serve_events(BODY))
     proxy = await start_proxy(
         UpstreamSettings(name="u", url=upstream_url(server), responses="native")
     )
-    async with client_of(proxy).responses.stream(model="m", input="go") as events:
+    async with openai_of(proxy).responses.stream(model="m", input="go") as events:
         final = await events.get_final_response()
     assert [item.type for item in final.output] == ["message"]
     assert final.output_text.startswith("<think>\nThe user wants")

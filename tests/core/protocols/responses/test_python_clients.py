@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from openai import AsyncOpenAI, BadRequestError, InternalServerError
+from openai import BadRequestError, InternalServerError
 
 from proxy.settings import UpstreamSettings
 from tests.agents.shapes import SHAPES
@@ -33,23 +33,13 @@ ARGS = {"get_weather": {"location": "Paris"}}
 
 
 @pytest.fixture
-async def clients():
-    made: list[AsyncOpenAI] = []
-    yield made
-    for client in made:
-        await client.close()
-
-
-@pytest.fixture
-def serve(start_upstream, start_proxy, clients):
+def serve(start_upstream, start_proxy, openai_of):
     """The proxy in front of an upstream app: the proxy's test client and an openai client."""
 
     async def start(app: web.Application, **upstream: Any):
         server = await start_upstream(app)
         proxy = await start_proxy(UpstreamSettings(name="up", url=upstream_url(server), **upstream))
-        client = AsyncOpenAI(base_url=str(proxy.make_url("/v1")), api_key="sk-test", max_retries=0)
-        clients.append(client)
-        return proxy, client
+        return proxy, openai_of(proxy)
 
     return start
 
